@@ -1,0 +1,7 @@
+export * from "./schema.js";
+export * from "./validate.js";
+export * from "./jsonl.js";
+export * from "./log.js";
+export * from "./errors.js";
+export { MemoryLog } from "./memory-log.js";
+export { openSqliteLog, SqliteLog, type SqliteLogOptions } from "./sqlite-log.js";

@@ -1,0 +1,101 @@
+/**
+ * The log port: the one interface every storage adapter implements. The in-memory and
+ * SQLite adapters both pass `test/log-contract.ts`; another backend joins by passing it.
+ */
+import { Observable, type Subscription } from "rxjs";
+import type { Stored, TurnfoldEvent } from "./schema.js";
+
+export interface ReadOptions {
+  /** First seq to return (inclusive). Default 1. */
+  readonly from?: number;
+  /** Page size for the async iterator, or the maximum for `readPage`. */
+  readonly limit?: number;
+}
+
+/** Result of a conditional append: a lost race is a value, not an exception. */
+export type ConditionalAppend =
+  | { readonly ok: true; readonly seqs: readonly number[] }
+  | { readonly ok: false; readonly code: "conflict"; readonly lastSeq: number };
+
+export interface EventLog {
+  /** Appends every event or none, in one transaction; resolves to their seqs. */
+  append(events: readonly TurnfoldEvent[]): Promise<readonly number[]>;
+  /**
+   * Appends only if the log still ends at `expectedLastSeq`: the check and the write are
+   * one transaction, so a decision made from events up to that seq is recorded atomically.
+   */
+  appendAfter(expectedLastSeq: number, events: readonly TurnfoldEvent[]): Promise<ConditionalAppend>;
+  /** One page of stored events, in seq order. */
+  readPage(options?: ReadOptions): Promise<readonly Stored[]>;
+  /** Every stored event from a seq on, read page by page. */
+  read(options?: ReadOptions): AsyncIterable<Stored>;
+  /** The highest seq, 0 for an empty log. */
+  lastSeq(): Promise<number>;
+  /** Stored events from `from` on, then every later append, until unsubscribed. */
+  tail(options?: { readonly from?: number }): Observable<Stored>;
+  close(): Promise<void>;
+}
+
+export const defaultPageSize = 1000;
+
+/** Shared async iterator over `readPage`. */
+export async function* readPaged(
+  readPage: (options: ReadOptions) => Promise<readonly Stored[]>,
+  options: ReadOptions = {},
+): AsyncGenerator<Stored> {
+  const limit = options.limit ?? defaultPageSize;
+  let from = options.from ?? 1;
+  for (;;) {
+    const page = await readPage({ from, limit });
+    yield* page;
+    if (page.length < limit) return;
+    from = page[page.length - 1]!.seq + 1;
+  }
+}
+
+/**
+ * Shared tail: drain what is stored, then wait for a wake-up (an append in this process,
+ * or a poll that sees another process's commit) and drain again. Pages are read one at a
+ * time, so a subscriber far behind never holds the whole log in memory.
+ */
+export function tailPaged(
+  readPage: (options: ReadOptions) => Promise<readonly Stored[]>,
+  wakeups: Observable<unknown>,
+  from = 1,
+): Observable<Stored> {
+  return new Observable<Stored>((subscriber) => {
+    let next = from;
+    let running = false;
+    let again = false;
+    let closed = false;
+    const drain = async (): Promise<void> => {
+      if (running) {
+        again = true;
+        return;
+      }
+      running = true;
+      try {
+        do {
+          again = false;
+          for (;;) {
+            const page = await readPage({ from: next, limit: defaultPageSize });
+            if (closed) return;
+            for (const event of page) subscriber.next(event);
+            if (page.length === 0) break;
+            next = page[page.length - 1]!.seq + 1;
+          }
+        } while (again && !closed);
+      } catch (error) {
+        subscriber.error(error);
+      } finally {
+        running = false;
+      }
+    };
+    const wake: Subscription = wakeups.subscribe({ next: () => void drain(), error: (e) => subscriber.error(e) });
+    void drain();
+    return () => {
+      closed = true;
+      wake.unsubscribe();
+    };
+  });
+}

@@ -1,0 +1,64 @@
+/**
+ * The SQLite layout, shipped in code. Each migration runs in its own BEGIN IMMEDIATE
+ * transaction and first re-reads the version inside it: two processes opening a new
+ * file at once serialise on the write lock, and the second finds the work done.
+ */
+import { sql, type Generated, type Kysely } from "kysely";
+
+export interface EventsTable {
+  seq: Generated<number>;
+  type: string;
+  at: number;
+  body: string;
+}
+
+export interface MetaTable {
+  key: string;
+  value: string;
+}
+
+export interface LogDatabase {
+  events: EventsTable;
+  meta: MetaTable;
+}
+
+export const applicationName = "turnfold";
+
+interface Migration {
+  readonly version: number;
+  up(db: Kysely<LogDatabase>): Promise<void>;
+}
+
+export const migrations: readonly Migration[] = [
+  {
+    version: 1,
+    async up(db) {
+      await db.schema
+        .createTable("meta")
+        .addColumn("key", "text", (c) => c.primaryKey())
+        .addColumn("value", "text", (c) => c.notNull())
+        .execute();
+      // INTEGER PRIMARY KEY: seq is the rowid. With no deletes and rolled-back inserts
+      // never committed, max+1 assignment leaves no gaps.
+      await db.schema
+        .createTable("events")
+        .addColumn("seq", "integer", (c) => c.primaryKey())
+        .addColumn("type", "text", (c) => c.notNull())
+        .addColumn("at", "integer", (c) => c.notNull())
+        .addColumn("body", "text", (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex("events_type").on("events").columns(["type", "seq"]).execute();
+      for (const op of ["UPDATE", "DELETE"] as const) {
+        await sql
+          .raw(
+            `CREATE TRIGGER events_no_${op.toLowerCase()} BEFORE ${op} ON events ` +
+              `BEGIN SELECT RAISE(ABORT, 'turnfold: the event log is append-only (${op} refused)'); END`,
+          )
+          .execute(db);
+      }
+      await db.insertInto("meta").values({ key: "application", value: applicationName }).execute();
+    },
+  },
+];
+
+export const latestVersion = migrations[migrations.length - 1]!.version;

@@ -1,0 +1,197 @@
+/**
+ * Event schemas, version 1 (SPEC §2). One zod object per event type; the union is
+ * discriminated on `type`; every TypeScript type is inferred from a schema.
+ *
+ * Objects are "loose": fields this version does not know are kept as they are, so a
+ * log written by a richer producer round-trips without loss.
+ */
+import { z } from "zod";
+
+/** Version of the event vocabulary and of the SQLite log layout. */
+export const schemaVersion = 1;
+
+const id = z.string().min(1, "must be a non-empty string");
+const count = z.number().int().nonnegative();
+
+export const surfaces = ["cli", "tui", "desktop", "dashboard", "gateway", "api", "acp", "oneshot"] as const;
+export const Surface = z.enum(surfaces);
+export type Surface = z.infer<typeof Surface>;
+
+export const consumers = ["cli-idle", "cli-post-turn", "tui-poller", "tui-post-turn"] as const;
+export const DrainConsumer = z.enum(consumers);
+export type DrainConsumer = z.infer<typeof DrainConsumer>;
+
+export const turnKinds = ["completions", "watch", "heartbeat", "delegation", "diagnostic"] as const;
+export const TurnKind = z.enum(turnKinds);
+export type TurnKind = z.infer<typeof TurnKind>;
+
+export const Route = z.looseObject({
+  platform: id,
+  chatType: id,
+  chatId: id,
+  threadId: id.optional(),
+  userId: id.optional(),
+});
+export type Route = z.infer<typeof Route>;
+
+/** Builds one event schema: a literal `type`, producer time `at`, then its own fields. */
+function event<T extends string, S extends z.ZodRawShape>(type: T, shape: S) {
+  return z.looseObject({ type: z.literal(type), at: count, ...shape });
+}
+
+const sessionOnly = { session: id };
+
+export const SessionOpened = event("session.opened", {
+  session: id,
+  surface: Surface,
+  keys: z.array(id).optional(),
+  route: Route.optional(),
+});
+export const SessionCompressed = event("session.compressed", { session: id, successor: id });
+export const SessionClosed = event("session.closed", {
+  session: id,
+  reason: z.enum(["user", "idle", "timeout"]),
+});
+export const TurnStarted = event("turn.started", sessionOnly);
+export const TurnEnded = event("turn.ended", sessionOnly);
+export const Drain = event("drain", { session: id, consumer: DrainConsumer });
+export const InputTaken = event("input.taken", sessionOnly);
+
+export const ProcessStarted = event("process.started", {
+  process: id,
+  owner: id.optional(),
+  command: z.string(),
+  notify: z.boolean(),
+  watch: z.array(z.string().min(1, "a watch pattern must not be empty")).optional(),
+  ownerTask: z.string().optional(),
+  handoffNote: z.string().optional(),
+});
+export const ProcessOutput = event("process.output", { process: id, chunk: z.string() });
+export const exitReasons = ["exited", "killed", "lost", "failedStart"] as const;
+export const ProcessExited = event("process.exited", {
+  process: id,
+  exitCode: z.number().int().nullable(),
+  reason: z.enum(exitReasons),
+  terminationSource: z.string().optional(),
+  output: z.string(),
+  outputCut: count.optional(),
+  owner: id.optional(),
+  command: z.string().optional(),
+});
+export const ProcessConsumed = event("process.consumed", {
+  process: id,
+  act: z.enum(["wait", "log", "kill", "ack"]),
+  by: z.string().optional(),
+});
+export const ProcessPolled = event("process.polled", { process: id, by: z.string().optional() });
+
+export const WatchMatched = event("watch.matched", {
+  process: id,
+  pattern: z.string(),
+  output: z.string(),
+  suppressed: count,
+});
+export const WatchDisabled = event("watch.disabled", {
+  process: id,
+  reason: z.enum(["strikes", "lifetime"]),
+  suppressed: count,
+});
+export const WatchOverflow = event("watch.overflow", {
+  state: z.enum(["tripped", "released"]),
+  suppressed: count,
+});
+export const Heartbeat = event("heartbeat", {
+  process: id,
+  beat: count,
+  elapsedMs: count,
+  intervalMs: count,
+  output: z.string(),
+});
+
+export const DelegationDispatched = event("delegation.dispatched", {
+  delegation: id,
+  owner: id,
+  goal: z.string().optional(),
+  goals: z.array(z.string()).min(1).optional(),
+  context: z.string().optional(),
+  toolsets: z.array(z.string()).optional(),
+  role: z.string().optional(),
+  model: z.string().optional(),
+  uiSession: z.string().optional(),
+}).refine((e) => e.goal !== undefined || e.goals !== undefined, {
+  path: ["goal"],
+  message: "a delegation needs `goal` or `goals`",
+});
+export const DelegationUnit = z.looseObject({
+  taskIndex: count.optional(),
+  goal: z.string().optional(),
+  status: z.string(),
+  summary: z.string().optional(),
+  error: z.string().optional(),
+});
+export type DelegationUnit = z.infer<typeof DelegationUnit>;
+export const DelegationCompleted = event("delegation.completed", {
+  delegation: id,
+  status: z.string().min(1),
+  summary: z.string().optional(),
+  error: z.string().optional(),
+  results: z.array(DelegationUnit).optional(),
+  durationMs: count.optional(),
+});
+export const DelegationTaskFailed = event("delegation.taskFailed", {
+  delegation: id,
+  taskIndex: count,
+  error: z.string(),
+});
+const ledgerShape = { delegation: id, claim: id, consumer: z.string().optional() };
+export const DelegationClaimed = event("delegation.claimed", ledgerShape);
+export const DelegationDelivered = event("delegation.delivered", ledgerShape);
+export const DelegationReleased = event("delegation.released", ledgerShape);
+export const DelegationDeferred = event("delegation.deferred", ledgerShape);
+export const DelegationDropped = event("delegation.dropped", ledgerShape);
+
+export const NotificationDispatched = event("notification.dispatched", {
+  session: id,
+  consumer: z.string().min(1),
+  kind: TurnKind,
+  members: z.array(id),
+  text: z.string(),
+});
+
+export const TurnfoldEvent = z.discriminatedUnion("type", [
+  SessionOpened,
+  SessionCompressed,
+  SessionClosed,
+  TurnStarted,
+  TurnEnded,
+  Drain,
+  InputTaken,
+  ProcessStarted,
+  ProcessOutput,
+  ProcessExited,
+  ProcessConsumed,
+  ProcessPolled,
+  WatchMatched,
+  WatchDisabled,
+  WatchOverflow,
+  Heartbeat,
+  DelegationDispatched,
+  DelegationCompleted,
+  DelegationTaskFailed,
+  DelegationClaimed,
+  DelegationDelivered,
+  DelegationReleased,
+  DelegationDeferred,
+  DelegationDropped,
+  NotificationDispatched,
+]);
+
+/** Any event of schema version 1, as a producer writes it (the log adds `seq`). */
+export type TurnfoldEvent = z.infer<typeof TurnfoldEvent>;
+export type EventType = TurnfoldEvent["type"];
+/** The event of one type. */
+export type EventOf<T extends EventType> = Extract<TurnfoldEvent, { type: T }>;
+/** An event as stored: the log's `seq` on top of the producer's event. */
+export type Stored<E extends TurnfoldEvent = TurnfoldEvent> = E & { readonly seq: number };
+
+export const eventTypes: readonly EventType[] = TurnfoldEvent.options.map((o) => o.shape.type.value);

@@ -1,0 +1,64 @@
+/**
+ * Validation at the edge. Expected failures are values: each problem names where it
+ * was found (a line or a seq), which field, and why.
+ */
+import type { z } from "zod";
+import { TurnfoldEvent, eventTypes, type EventType } from "./schema.js";
+
+export interface Problem {
+  /** "line 12", "seq 40", or whatever location the caller names. */
+  readonly where: string;
+  /** Dotted path of the field, or "(event)" for the event as a whole. */
+  readonly field: string;
+  readonly reason: string;
+}
+
+export type Validated =
+  | { readonly ok: true; readonly event: TurnfoldEvent }
+  | { readonly ok: false; readonly problems: readonly Problem[] };
+
+const knownTypes = new Set<string>(eventTypes);
+
+/**
+ * Checks one decoded JSON value against the schema. A `seq` on the input is dropped:
+ * the log assigns seqs, so an exported file imports cleanly into another log.
+ *
+ * @example
+ * const r = validateEvent({ type: "drain", at: 1, session: "s" }, "line 1");
+ * if (!r.ok) console.error(r.problems);
+ */
+export function validateEvent(value: unknown, where: string): Validated {
+  const early = shapeProblem(value);
+  if (early) return { ok: false, problems: [{ where, ...early }] };
+  const { seq: _seq, ...input } = value as Record<string, unknown>;
+  const parsed = TurnfoldEvent.safeParse(input);
+  if (parsed.success) return { ok: true, event: parsed.data };
+  return { ok: false, problems: parsed.error.issues.map((issue) => describe(issue, where)) };
+}
+
+function shapeProblem(value: unknown): { field: string; reason: string } | undefined {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return { field: "(event)", reason: "an event must be a JSON object" };
+  }
+  const type = (value as { type?: unknown }).type;
+  if (type === undefined) return { field: "type", reason: "required field is missing" };
+  if (typeof type !== "string") return { field: "type", reason: "must be a string" };
+  if (!knownTypes.has(type)) return { field: "type", reason: `unknown event type "${type}"` };
+  return undefined;
+}
+
+function describe(issue: z.core.$ZodIssue, where: string): Problem {
+  const field = issue.path.length > 0 ? issue.path.map(String).join(".") : "(event)";
+  const missing = issue.code === "invalid_type" && /received undefined/.test(issue.message);
+  return { where, field, reason: missing ? "required field is missing" : issue.message };
+}
+
+/** Renders a problem the way the CLI prints it: `FILE:LINE: field: reason`. */
+export function formatProblem(problem: Problem, file?: string): string {
+  const at = problem.where.startsWith("line ") && file ? `${file}:${problem.where.slice(5)}` : problem.where;
+  return `${at}: ${problem.field}: ${problem.reason}`;
+}
+
+export function isEventType(value: string): value is EventType {
+  return knownTypes.has(value);
+}

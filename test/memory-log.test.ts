@@ -1,0 +1,4 @@
+import { MemoryLog } from "../src/events/index.js";
+import { describeLogContract } from "./support/log-contract.js";
+
+describeLogContract("memory", async () => new MemoryLog());

@@ -1,0 +1,182 @@
+import { spawn } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { firstValueFrom, take, toArray } from "rxjs";
+import { isLogError, openSqliteLog, type Stored } from "../src/events/index.js";
+import { describeLogContract, drainEvent } from "./support/log-contract.js";
+import { tempDir } from "./support/tmp.js";
+
+const dir = tempDir();
+let n = 0;
+const fresh = () => join(dir, `log-${n++}.sqlite`);
+
+describeLogContract("sqlite", () => openSqliteLog(fresh()));
+
+async function openError(path: string, create = false): Promise<unknown> {
+  try {
+    const log = await openSqliteLog(path, { create });
+    await log.close();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
+
+describe("sqlite log file", () => {
+  it("keeps events across a close and reopen", async () => {
+    const path = fresh();
+    const log = await openSqliteLog(path);
+    await log.append([drainEvent("a"), drainEvent("b")]);
+    await log.close();
+    const again = await openSqliteLog(path, { create: false });
+    expect((await again.readPage()).map((e) => e.seq)).toEqual([1, 2]);
+    expect(await again.append([drainEvent("c")])).toEqual([3]);
+    expect(again.integrityCheck()).toBe("ok");
+    await again.close();
+  });
+
+  it("refuses UPDATE and DELETE on the events table", async () => {
+    const path = fresh();
+    const log = await openSqliteLog(path);
+    await log.append([drainEvent("a")]);
+    await log.close();
+    const raw = new Database(path);
+    expect(() => raw.prepare("UPDATE events SET at = 2").run()).toThrow(/append-only/);
+    expect(() => raw.prepare("DELETE FROM events").run()).toThrow(/append-only/);
+    expect(raw.prepare("SELECT count(*) FROM events").pluck().get()).toBe(1);
+    raw.close();
+  });
+
+  it("records the schema version and refuses a file written by a newer version", async () => {
+    const path = fresh();
+    await (await openSqliteLog(path)).close();
+    const raw = new Database(path);
+    expect(raw.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("1");
+    raw.prepare("UPDATE meta SET value = '9' WHERE key = 'schema_version'").run();
+    raw.close();
+    const error = await openError(path);
+    expect(isLogError(error) && error.code).toBe("newer-version");
+    expect(String((error as Error).message)).toMatch(/newer turnfold.*version 9/);
+  });
+
+  it("names each kind of file it cannot open", async () => {
+    const missing = await openError(join(dir, "nope.sqlite"));
+    expect(isLogError(missing) && missing.code).toBe("missing-file");
+
+    const folder = join(dir, "a-folder");
+    mkdirSync(folder);
+    const directory = await openError(folder, true);
+    expect(isLogError(directory) && directory.code).toBe("is-directory");
+
+    const text = join(dir, "notes.txt");
+    writeFileSync(text, "this is not a database, just some words that fill more than a header\n".repeat(20));
+    const notDb = await openError(text, true);
+    expect(isLogError(notDb) && notDb.code).toBe("not-a-database");
+
+    const other = join(dir, "other.sqlite");
+    const raw = new Database(other);
+    raw.exec("CREATE TABLE users (id INTEGER)");
+    raw.close();
+    const foreign = await openError(other, true);
+    expect(isLogError(foreign) && foreign.code).toBe("not-a-turnfold-log");
+  });
+
+  it("tails commits made through another connection", async () => {
+    const path = fresh();
+    const reader = await openSqliteLog(path, { pollMs: 10 });
+    const writer = await openSqliteLog(path);
+    const seen = firstValueFrom(reader.tail().pipe(take(3), toArray()));
+    await writer.append([drainEvent("a")]);
+    await writer.append([drainEvent("b"), drainEvent("c")]);
+    expect((await seen).map((e) => e.seq)).toEqual([1, 2, 3]);
+    await writer.close();
+    await reader.close();
+  });
+});
+
+const appender = join(import.meta.dirname, "fixtures", "appender.ts");
+
+function startAppender(file: string, writer: string, batches: number, size: number) {
+  const child = spawn(process.execPath, ["--import", "tsx", appender, file, writer, String(batches), String(size)], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const opened = new Promise<void>((resolve) => child.stdout.once("data", () => resolve()));
+  const exited = new Promise<{ code: number | null; stderr: string }>((resolve) =>
+    child.on("exit", (code) => resolve({ code, stderr })),
+  );
+  return { child, opened, exited };
+}
+
+type Written = Stored & { writer: string; batch: number; index: number; size: number };
+
+async function readAll(path: string): Promise<Written[]> {
+  const log = await openSqliteLog(path, { create: false });
+  const events = [...log.scan()] as Written[];
+  expect(log.integrityCheck()).toBe("ok");
+  await log.close();
+  return events;
+}
+
+/** Every batch present is whole and contiguous; returns how many batches each writer landed. */
+function checkWholeBatches(events: Written[]): Map<string, number> {
+  events.forEach((e, i) => expect(e.seq).toBe(i + 1));
+  const landed = new Map<string, number>();
+  for (let i = 0; i < events.length; ) {
+    const first = events[i]!;
+    expect(first.index).toBe(0);
+    for (let k = 0; k < first.size; k++) {
+      expect(events[i + k]).toMatchObject({ writer: first.writer, batch: first.batch, index: k });
+    }
+    expect(first.batch).toBe(landed.get(first.writer) ?? 0);
+    landed.set(first.writer, first.batch + 1);
+    i += first.size;
+  }
+  return landed;
+}
+
+describe("several processes, one file", () => {
+  it("four writers appending at once lose nothing and never share a seq", async () => {
+    const path = fresh();
+    await (await openSqliteLog(path)).close();
+    const writers = ["w0", "w1", "w2", "w3"].map((w) => startAppender(path, w, 60, 25));
+    const results = await Promise.all(writers.map((w) => w.exited));
+    for (const r of results) expect(r).toEqual({ code: 0, stderr: "" });
+    const events = await readAll(path);
+    expect(events).toHaveLength(4 * 60 * 25);
+    const landed = checkWholeBatches(events);
+    expect([...landed.values()]).toEqual([60, 60, 60, 60]);
+    // The writers really interleaved: batches of different writers alternate somewhere.
+    const switches = events.filter((e, i) => i > 0 && e.writer !== events[i - 1]!.writer).length;
+    expect(switches).toBeGreaterThan(3);
+  }, 60_000);
+});
+
+describe("crash safety", () => {
+  it("a writer killed with SIGKILL at random moments leaves whole batches only, and appending goes on", async () => {
+    const path = fresh();
+    const trials = 20;
+    let killedMidRun = 0;
+    for (let trial = 0; trial < trials; trial++) {
+      const run = startAppender(path, `t${trial}`, 0, 97);
+      await run.opened;
+      await new Promise((r) => setTimeout(r, Math.random() * 60));
+      run.child.kill("SIGKILL");
+      const { code } = await run.exited;
+      if (code === null) killedMidRun++;
+    }
+    expect(killedMidRun).toBe(trials);
+    const events = await readAll(path);
+    const landed = checkWholeBatches(events);
+    // Kills landed at different points: most writers committed something first.
+    expect(events.length).toBeGreaterThan(0);
+    expect(new Set(landed.values()).size).toBeGreaterThan(1);
+    const log = await openSqliteLog(path, { create: false });
+    const before = await log.lastSeq();
+    expect(await log.append([drainEvent("after-crashes")])).toEqual([before + 1]);
+    await log.close();
+  }, 120_000);
+});
