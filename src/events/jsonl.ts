@@ -31,7 +31,7 @@ export function decodeJsonl(text: string): Decoded {
     else problems.push(...result.problems);
   });
   if (problems.length > 0) return { ok: false, problems };
-  if (events.length === 0) return { ok: false, problems: [{ where: "line 1", field: "(file)", reason: "the file holds no events" }] };
+  if (events.length === 0) return { ok: false, problems: [{ where: "file", field: "(file)", reason: "the file holds no events" }] };
   return { ok: true, events };
 }
 

@@ -55,6 +55,7 @@ function describe(issue: z.core.$ZodIssue, where: string): Problem {
 
 /** Renders a problem the way the CLI prints it: `FILE:LINE: field: reason`. */
 export function formatProblem(problem: Problem, file?: string): string {
+  if (problem.field === "(file)") return `${file ?? problem.where}: ${problem.reason}`;
   const at = problem.where.startsWith("line ") && file ? `${file}:${problem.where.slice(5)}` : problem.where;
   return `${at}: ${problem.field}: ${problem.reason}`;
 }

@@ -1,0 +1,117 @@
+/** Append throughput and latency of the SQLite log against raw better-sqlite3, same file layout. */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { openSqliteLog } from "../src/events/sqlite-log.js";
+import type { TurnfoldEvent } from "../src/events/schema.js";
+import { fmt, interleaved, median, type Row } from "./harness.js";
+
+const batchSize = 1000;
+const batches = 30;
+
+/** A realistic completion: a shell command and a 400-character output tail. */
+function exited(i: number): TurnfoldEvent {
+  return {
+    type: "process.exited",
+    at: 1_700_000_000_000 + i,
+    process: `proc_${i.toString(36)}`,
+    owner: `session-${i % 1000}`,
+    exitCode: i % 13 === 0 ? 1 : 0,
+    reason: "exited",
+    command: `npm run test -- --shard ${i % 8}/8`,
+    output: `PASS src/module-${i}.test.ts\n`.repeat(12).slice(0, 400),
+    outputCut: i * 3,
+  };
+}
+
+const workload = Array.from({ length: batches }, (_, b) => Array.from({ length: batchSize }, (_, i) => exited(b * batchSize + i)));
+
+async function turnfoldBatched(dir: string, round: number): Promise<number> {
+  const log = await openSqliteLog(join(dir, `tf-${round}.sqlite`));
+  const start = performance.now();
+  for (const batch of workload) await log.append(batch);
+  const seconds = (performance.now() - start) / 1000;
+  await log.close();
+  return (batches * batchSize) / seconds;
+}
+
+/** Raw baseline: same table, same pragmas, same JSON encoding, one cached statement per batch transaction. */
+function rawDb(path: string) {
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  db.exec("CREATE TABLE events (seq INTEGER PRIMARY KEY, type TEXT NOT NULL, at INTEGER NOT NULL, body TEXT NOT NULL)");
+  const insert = db.prepare("INSERT INTO events (type, at, body) VALUES (?, ?, ?)");
+  const tx = db.transaction((events: readonly TurnfoldEvent[]) => {
+    for (const e of events) insert.run(e.type, e.at, JSON.stringify(e));
+  });
+  return { db, append: (events: readonly TurnfoldEvent[]) => tx.immediate(events) };
+}
+
+function rawBatched(dir: string, round: number): number {
+  const { db, append } = rawDb(join(dir, `raw-${round}.sqlite`));
+  const start = performance.now();
+  for (const batch of workload) append(batch);
+  const seconds = (performance.now() - start) / 1000;
+  db.close();
+  return (batches * batchSize) / seconds;
+}
+
+const singles = 2000;
+
+async function turnfoldSingle(dir: string, round: number): Promise<number> {
+  const log = await openSqliteLog(join(dir, `tf1-${round}.sqlite`));
+  const times: number[] = [];
+  for (let i = 0; i < singles; i++) {
+    const event = exited(i);
+    const start = performance.now();
+    await log.append([event]);
+    times.push(performance.now() - start);
+  }
+  await log.close();
+  return median(times) * 1000;
+}
+
+function rawSingle(dir: string, round: number): number {
+  const { db, append } = rawDb(join(dir, `raw1-${round}.sqlite`));
+  const times: number[] = [];
+  for (let i = 0; i < singles; i++) {
+    const event = exited(i);
+    const start = performance.now();
+    append([event]);
+    times.push(performance.now() - start);
+  }
+  db.close();
+  return median(times) * 1000;
+}
+
+export async function appendBench(): Promise<Row[]> {
+  const dir = mkdtempSync(join(tmpdir(), "turnfold-bench-"));
+  try {
+    let round = 0;
+    const batched = await interleaved(5, () => turnfoldBatched(dir, round++), () => rawBatched(dir, round++));
+    const single = await interleaved(3, () => turnfoldSingle(dir, round++), () => rawSingle(dir, round++));
+    const ratio = batched.a / batched.b;
+    return [
+      {
+        name: "append, batches of 1000 (events/s)",
+        value: fmt(batched.a),
+        baseline: `${fmt(batched.b)} raw better-sqlite3`,
+        ratio,
+        target: "ratio ≥ 0.8",
+        pass: ratio >= 0.8,
+      },
+      {
+        name: "append, one event (median µs)",
+        value: fmt(single.a, "µs"),
+        baseline: `${fmt(single.b, "µs")} raw better-sqlite3`,
+        ratio: single.b / single.a,
+        target: "reported",
+        pass: undefined,
+      },
+    ];
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * Tiny benchmark harness. Every figure is measured next to a baseline in the same run,
+ * rounds interleaved, and reported as a ratio: these machines are shared and noisy, so
+ * the ratio is the number to compare, never the absolute time.
+ */
+export interface Row {
+  readonly name: string;
+  readonly value: string;
+  readonly baseline: string;
+  readonly ratio: number | undefined;
+  readonly target: string;
+  readonly pass: boolean | undefined;
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** Runs `a` and `b` alternately `rounds` times; returns the median of each. */
+export async function interleaved(rounds: number, a: () => Promise<number> | number, b: () => Promise<number> | number) {
+  const as: number[] = [];
+  const bs: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    as.push(await a());
+    bs.push(await b());
+  }
+  return { a: median(as), b: median(bs) };
+}
+
+export function fmt(n: number, unit = ""): string {
+  const text = n >= 100 ? Math.round(n).toLocaleString("en-US") : n.toPrecision(3);
+  return unit ? `${text} ${unit}` : text;
+}
+
+export function printTable(rows: readonly Row[]): void {
+  const header = ["benchmark", "value", "baseline (same run)", "ratio", "target", "ok"];
+  const cells = rows.map((r) => [
+    r.name,
+    r.value,
+    r.baseline,
+    r.ratio === undefined ? "–" : r.ratio.toFixed(2),
+    r.target,
+    r.pass === undefined ? "–" : r.pass ? "yes" : "NO",
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const line = (c: readonly string[]) => "| " + c.map((x, i) => x.padEnd(widths[i]!)).join(" | ") + " |";
+  console.log(line(header));
+  console.log("|" + widths.map((w) => "-".repeat(w + 2)).join("|") + "|");
+  for (const c of cells) console.log(line(c));
+}

@@ -1,0 +1,31 @@
+import type { Command } from "commander";
+import { encodeJsonlLine } from "../events/jsonl.js";
+import { openSqliteLog } from "../events/sqlite-log.js";
+import { runCommand, writeOut } from "./io.js";
+import { positiveInt } from "./options.js";
+
+export function exportCommand(program: Command): void {
+  program
+    .command("export")
+    .description("write a log's events to stdout as JSONL, each with its seq")
+    .requiredOption("--db <log>", "SQLite log file")
+    .option("--from <seq>", "first seq to write", positiveInt, 1)
+    .action((options: { db: string; from: number }) =>
+      runCommand(async () => {
+        const log = await openSqliteLog(options.db, { create: false });
+        try {
+          let chunk = "";
+          for (const event of log.scan(options.from)) {
+            chunk += encodeJsonlLine(event) + "\n";
+            if (chunk.length > 1 << 16) {
+              await writeOut(chunk);
+              chunk = "";
+            }
+          }
+          await writeOut(chunk);
+        } finally {
+          await log.close();
+        }
+      }),
+    );
+}

@@ -1,0 +1,51 @@
+/** Shared edges of the CLI: reading input files, writing lines, and turning errors into exit codes. */
+import { readFileSync, statSync } from "node:fs";
+import { isLogError } from "../events/errors.js";
+
+/** Bad input: a message for stderr and exit code 1. */
+export class InputError extends Error {
+  override readonly name = "TurnfoldInputError";
+}
+
+/** Reads a text file, naming the problem when it is missing, a folder or unreadable. */
+export function readTextFile(path: string): string {
+  let stats;
+  try {
+    stats = statSync(path);
+  } catch {
+    throw new InputError(`${path}: no such file`);
+  }
+  if (stats.isDirectory()) throw new InputError(`${path}: is a directory, not a file`);
+  try {
+    return readFileSync(path, "utf8");
+  } catch (error) {
+    throw new InputError(`${path}: cannot read (${(error as Error).message})`);
+  }
+}
+
+/** Writes to stdout, waiting when the pipe is full; a closed pipe (`| head`) ends quietly. */
+export async function writeOut(text: string): Promise<void> {
+  if (text === "") return;
+  if (process.stdout.write(text)) return;
+  await new Promise<void>((resolve) => process.stdout.once("drain", resolve));
+}
+
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(0);
+  throw error;
+});
+
+/** Runs a command body; expected failures print one clear line and exit 1, never a stack trace. */
+export async function runCommand(body: () => Promise<number | void>): Promise<void> {
+  try {
+    process.exitCode = (await body()) ?? 0;
+  } catch (error) {
+    if (error instanceof InputError || isLogError(error)) {
+      process.stderr.write(`turnfold: ${error.message}\n`);
+    } else {
+      const detail = process.env["TURNFOLD_DEBUG"] ? String((error as Error).stack) : String((error as Error).message ?? error);
+      process.stderr.write(`turnfold: unexpected error: ${detail}\n`);
+    }
+    process.exitCode = 1;
+  }
+}

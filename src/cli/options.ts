@@ -1,0 +1,8 @@
+import { InvalidArgumentError } from "commander";
+
+/** Commander parser for a whole number ≥ 1 (a usage error otherwise, exit 2). */
+export function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`expected a whole number of 1 or more, got "${value}"`);
+  return n;
+}

@@ -1,0 +1,32 @@
+import type { Command } from "commander";
+import { encodeJsonlLine } from "../events/jsonl.js";
+import { openSqliteLog } from "../events/sqlite-log.js";
+import { runCommand } from "./io.js";
+import { positiveInt } from "./options.js";
+
+export function tailCommand(program: Command): void {
+  program
+    .command("tail")
+    .description("follow a log and print each new event as a JSONL line until interrupted")
+    .requiredOption("--db <log>", "SQLite log file")
+    .option("--from <seq>", "start at this seq instead of the next new event", positiveInt)
+    .action((options: { db: string; from?: number }) =>
+      runCommand(async () => {
+        const log = await openSqliteLog(options.db, { create: false });
+        const from = options.from ?? (await log.lastSeq()) + 1;
+        await new Promise<void>((resolve, reject) => {
+          const subscription = log.tail({ from }).subscribe({
+            next: (event) => process.stdout.write(encodeJsonlLine(event) + "\n"),
+            error: reject,
+          });
+          const stop = () => {
+            subscription.unsubscribe();
+            resolve();
+          };
+          process.once("SIGINT", stop);
+          process.once("SIGTERM", stop);
+        });
+        await log.close();
+      }),
+    );
+}

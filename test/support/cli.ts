@@ -1,0 +1,27 @@
+import { spawn, spawnSync } from "node:child_process";
+import { join } from "node:path";
+
+/** The built command: `npm test` builds it first, so tests run what a user runs. */
+export const cliEntry = join(import.meta.dirname, "..", "..", "dist", "src", "cli", "main.js");
+
+export interface CliResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs the real `turnfold` command (from source) in a child process. */
+export function cli(args: readonly string[], options: { cwd?: string; input?: string; env?: NodeJS.ProcessEnv } = {}): CliResult {
+  const result = spawnSync(process.execPath, [cliEntry, ...args], {
+    cwd: options.cwd,
+    input: options.input,
+    encoding: "utf8",
+    env: { ...process.env, NO_COLOR: "1", ...options.env },
+  });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** Starts the command and leaves it running (for `tail`). */
+export function cliLive(args: readonly string[]) {
+  return spawn(process.execPath, [cliEntry, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+}
