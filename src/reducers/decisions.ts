@@ -1,0 +1,55 @@
+/**
+ * What a step decides. A dispatch carries structured items, never text: text is
+ * rendered later, at the edge (R19). Notes tell `explain` what became of an item; they
+ * are only built when a tracer asks for them, so the hot path pays nothing.
+ */
+import type { TurnKind } from "../events/schema.js";
+import type { Item } from "./state.js";
+
+export interface Dispatch {
+  /** Seq of the drain or `input.taken` that sent it. */
+  readonly seq: number;
+  readonly session: string;
+  readonly consumer: string;
+  readonly kind: TurnKind;
+  /** The live members, in log order. */
+  readonly items: readonly Item[];
+  /** TUI consumers show one status line per item (R17). */
+  readonly statusLines: boolean;
+}
+
+export type Fate =
+  | { readonly what: "queued"; readonly session: string }
+  | { readonly what: "unaddressed" }
+  | { readonly what: "parked"; readonly owner: string }
+  | { readonly what: "unparked"; readonly session: string }
+  | { readonly what: "expired"; readonly owner: string }
+  | { readonly what: "evicted"; readonly owner: string }
+  | { readonly what: "dropped"; readonly owner: string }
+  | { readonly what: "followed"; readonly from: string; readonly to: string }
+  | { readonly what: "admitted"; readonly session: string; readonly consumer: string }
+  | { readonly what: "consumed"; readonly act: string; readonly at: number }
+  | { readonly what: "skipped-for-poll"; readonly session: string; readonly pollSeq: number }
+  | { readonly what: "busy"; readonly session: string }
+  | { readonly what: "headless"; readonly session: string; readonly surface: string }
+  | { readonly what: "duplicate"; readonly delegation: string }
+  | { readonly what: "settled-elsewhere"; readonly delegation: string; readonly how: string }
+  | { readonly what: "no-owner-record"; readonly delegation: string }
+  | { readonly what: "dispatched"; readonly session: string; readonly consumer: string; readonly members: readonly string[] };
+
+export interface Note {
+  /** Seq of the event that caused this fate. */
+  readonly seq: number;
+  /** The item's member (process or delegation id), or null. */
+  readonly member: string | null;
+  /** Seq that made the item; undefined when no item was made. */
+  readonly itemSeq: number | undefined;
+  readonly fate: Fate;
+}
+
+/** Where a step puts what it decides. */
+export interface Decisions {
+  dispatch(dispatch: Dispatch): void;
+  /** Present only when someone traces; reducers check before building a note. */
+  readonly note?: (note: Note) => void;
+}

@@ -1,0 +1,151 @@
+/**
+ * Admission and dispatch (R1–R9, R15–R18). A drain takes the session's ready snapshot
+ * in log order, leaves out what was consumed, and groups it: consecutive completions
+ * form one batch, every other item is a barrier and a batch of its own. TUI consumers
+ * dispatch at once; the CLI keeps batches in its inbox, one per `input.taken`, and
+ * checks consumption again when it dispatches.
+ */
+import type { DrainConsumer, EventOf, Stored, TurnKind } from "../events/schema.js";
+import type { Decisions, Fate } from "./decisions.js";
+import { isLive, release } from "./ownership.js";
+import type { InboxEntry, Item, Session, State } from "./state.js";
+
+const headless = new Set(["api", "acp", "oneshot"]);
+
+export function isCliConsumer(consumer: string): boolean {
+  return consumer.startsWith("cli-");
+}
+
+const kindOf: Record<Item["kind"], TurnKind> = {
+  completion: "completions",
+  watch: "watch",
+  heartbeat: "heartbeat",
+  delegation: "delegation",
+  diagnostic: "diagnostic",
+};
+
+/** Why an item can no longer be sent, or undefined while it still can. */
+function moot(state: State, item: Item): Fate | undefined {
+  if (item.kind === "completion") {
+    const consumed = state.processes.get(item.member!)?.consumed;
+    if (consumed) return { what: "consumed", act: consumed.act, at: consumed.seq };
+  } else if (item.event.type === "delegation.completed" && state.settled.has(item.member!)) {
+    return { what: "settled-elsewhere", delegation: item.member!, how: "settled" };
+  }
+  return undefined;
+}
+
+function noteAll(items: readonly Item[], seq: number, fate: Fate, out: Decisions): void {
+  if (!out.note) return;
+  for (const item of items) out.note({ seq, member: item.member, itemSeq: item.seq, fate });
+}
+
+export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions): void {
+  const session = state.sessions.get(e.session);
+  if (session === undefined || !isLive(session)) return;
+  if (headless.has(session.surface) || session.surface === "gateway") {
+    // R18: headless surfaces are read on request; the gateway has its own window (§7).
+    noteAll(session.queue, e.seq, { what: "headless", session: session.key, surface: session.surface }, out);
+    return;
+  }
+  if (session.busy) {
+    noteAll(session.queue, e.seq, { what: "busy", session: session.key }, out);
+    return;
+  }
+  const snapshot = takeSnapshot(state, session, e, out);
+  for (const batch of group(snapshot)) {
+    if (isCliConsumer(e.consumer)) {
+      session.inbox.push({ consumer: e.consumer, kind: kindOf[batch[0]!.kind], items: batch });
+      noteAll(batch, e.seq, { what: "admitted", session: session.key, consumer: e.consumer }, out);
+    } else {
+      send(state, session, e.seq, e.consumer, kindOf[batch[0]!.kind], batch, true, out);
+    }
+  }
+}
+
+/** R1: every ready, owned, not yet admitted item, in log order. */
+function takeSnapshot(state: State, session: Session, e: Stored<EventOf<"drain">>, out: Decisions): Item[] {
+  const taken: Item[] = [];
+  const keepFor = (queue: readonly Item[]): Item[] => {
+    const kept: Item[] = [];
+    for (const item of queue) {
+      const fate = moot(state, item);
+      if (fate) {
+        out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate });
+        release(state, item);
+      } else if (skipsForPoll(state, item, e.consumer)) {
+        kept.push(item);
+        const pollSeq = state.processes.get(item.member!)!.polledAfterExit!;
+        out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate: { what: "skipped-for-poll", session: session.key, pollSeq } });
+      } else {
+        taken.push(item);
+      }
+    }
+    return kept;
+  };
+  session.queue = keepFor(session.queue);
+  if (state.unaddressed.length > 0) {
+    const kept = keepFor(state.unaddressed);
+    state.unaddressed.length = 0;
+    state.unaddressed.push(...kept);
+    taken.sort((a, b) => a.seq - b.seq);
+  }
+  return taken;
+}
+
+function skipsForPoll(state: State, item: Item, consumer: DrainConsumer): boolean {
+  return item.kind === "completion" && isCliConsumer(consumer) && state.processes.get(item.member!)?.polledAfterExit !== undefined;
+}
+
+/** R2: runs of completions become one batch; anything else stands alone. */
+function group(items: readonly Item[]): Item[][] {
+  const batches: Item[][] = [];
+  let run: Item[] | undefined;
+  for (const item of items) {
+    if (item.kind === "completion") {
+      if (run === undefined) batches.push((run = []));
+      run.push(item);
+    } else {
+      run = undefined;
+      batches.push([item]);
+    }
+  }
+  return batches;
+}
+
+export function inputTaken(state: State, e: Stored<EventOf<"input.taken">>, out: Decisions): void {
+  const session = state.sessions.get(e.session);
+  const entry: InboxEntry | undefined = session?.inbox.shift();
+  if (session === undefined || entry === undefined) return;
+  // R8: the batch kept its members' identities; consumption since admission leaves them out.
+  const live: Item[] = [];
+  for (const item of entry.items) {
+    const fate = moot(state, item);
+    if (fate) {
+      out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate });
+      release(state, item);
+    } else {
+      live.push(item);
+    }
+  }
+  // R9: an entry with no live member sends nothing, but it was still taken.
+  if (live.length > 0) send(state, session, e.seq, entry.consumer, entry.kind, live, false, out);
+}
+
+function send(
+  state: State,
+  session: Session,
+  seq: number,
+  consumer: string,
+  kind: TurnKind,
+  items: Item[],
+  statusLines: boolean,
+  out: Decisions,
+): void {
+  out.dispatch({ seq, session: session.key, consumer, kind, items, statusLines });
+  if (out.note) {
+    const members = items.map((i) => i.member).filter((m): m is string => m !== null);
+    noteAll(items, seq, { what: "dispatched", session: session.key, consumer, members }, out);
+  }
+  for (const item of items) release(state, item);
+}

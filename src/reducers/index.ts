@@ -1,0 +1,5 @@
+export * from "./state.js";
+export * from "./decisions.js";
+export { step, evolve } from "./reduce.js";
+export { lineageTip, isLive } from "./ownership.js";
+export { isCliConsumer } from "./drain.js";

@@ -1,0 +1,96 @@
+/**
+ * The process registry: starts, exits, consumptions and polls, and the items processes
+ * make (completions, watch hits, heartbeats, watch diagnostics).
+ */
+import type { EventOf, Stored } from "../events/schema.js";
+import type { Decisions } from "./decisions.js";
+import { place } from "./ownership.js";
+import type { Item, ItemContext, ItemKind, Proc, State } from "./state.js";
+
+function newProc(id: string): Proc {
+  return {
+    id,
+    owner: undefined,
+    command: undefined,
+    ownerTask: undefined,
+    handoffNote: undefined,
+    notify: true,
+    watchDisabled: false,
+    exited: false,
+    consumed: undefined,
+    polledAfterExit: undefined,
+  };
+}
+
+function contextOf(proc: Proc | undefined, command?: string): ItemContext {
+  const context: { -readonly [K in keyof ItemContext]: ItemContext[K] } = {};
+  const cmd = command ?? proc?.command;
+  if (cmd !== undefined) context.command = cmd;
+  if (proc?.ownerTask !== undefined) context.ownerTask = proc.ownerTask;
+  if (proc?.handoffNote !== undefined) context.handoffNote = proc.handoffNote;
+  return context;
+}
+
+export function makeItem(kind: ItemKind, event: Stored, member: string | null, owner: string | undefined, context: ItemContext): Item {
+  return { seq: event.seq, kind, member, owner, event, context };
+}
+
+export function processStarted(state: State, e: Stored<EventOf<"process.started">>): void {
+  const proc = state.processes.get(e.process) ?? newProc(e.process);
+  proc.owner = e.owner;
+  proc.command = e.command;
+  proc.ownerTask = e.ownerTask;
+  proc.handoffNote = e.handoffNote;
+  proc.notify = e.notify;
+  state.processes.set(e.process, proc);
+}
+
+export function processExited(state: State, e: Stored<EventOf<"process.exited">>, out: Decisions): void {
+  const known = state.processes.get(e.process);
+  // R20 promises one exit per process; a second one (or one for a process already
+  // settled and forgotten) is not a new completion when its record still exists.
+  if (known?.exited) return;
+  const proc = known ?? newProc(e.process);
+  proc.exited = true;
+  const owner = e.owner ?? proc.owner;
+  if (!proc.notify && !proc.watchDisabled) {
+    state.processes.delete(e.process);
+    return;
+  }
+  const item = makeItem("completion", e, e.process, owner, contextOf(proc, e.command));
+  if (proc.consumed) {
+    // A kill (say) recorded before the exit: the agent already has the result.
+    out.note?.({ seq: e.seq, member: e.process, itemSeq: e.seq, fate: { what: "consumed", act: proc.consumed.act, at: proc.consumed.seq } });
+    state.processes.delete(e.process);
+    return;
+  }
+  state.processes.set(e.process, proc);
+  place(state, item, e.seq, out);
+}
+
+export function processConsumed(state: State, e: Stored<EventOf<"process.consumed">>): void {
+  const proc = state.processes.get(e.process);
+  // A process we hold no record of is either settled (R10: nothing changes) or unknown.
+  if (proc && proc.consumed === undefined) proc.consumed = { act: e.act, seq: e.seq };
+}
+
+export function processPolled(state: State, e: Stored<EventOf<"process.polled">>): void {
+  const proc = state.processes.get(e.process);
+  // A poll before the exit observed a running process; only one after it counts (R7).
+  if (proc?.exited && proc.polledAfterExit === undefined) proc.polledAfterExit = e.seq;
+}
+
+type ProcessItemEvent = EventOf<"watch.matched"> | EventOf<"heartbeat"> | EventOf<"watch.disabled">;
+
+/** Watch hits, heartbeats and watch-disabled notices: each its own item, addressed like the process. */
+export function processNotice(state: State, e: Stored<ProcessItemEvent>, out: Decisions): void {
+  const proc = state.processes.get(e.process);
+  if (e.type === "watch.disabled" && proc) proc.watchDisabled = true;
+  const kind: ItemKind = e.type === "watch.matched" ? "watch" : e.type === "heartbeat" ? "heartbeat" : "diagnostic";
+  place(state, makeItem(kind, e, e.process, proc?.owner, contextOf(proc)), e.seq, out);
+}
+
+/** Watch overflow is a diagnostic about no one process: unaddressed. */
+export function watchOverflow(state: State, e: Stored<EventOf<"watch.overflow">>, out: Decisions): void {
+  place(state, makeItem("diagnostic", e, null, undefined, {}), e.seq, out);
+}

@@ -1,0 +1,88 @@
+/**
+ * One step of the fold: `(state, event) → state` plus the decisions it takes. `step`
+ * writes to the state it is given, so it runs either on an immer draft (`evolve`, the
+ * pure public form) or on a state the caller owns outright (the projections' hot loop,
+ * where a copy per event would cost more than the work). Both run the same code.
+ */
+import { enableMapSet, produce, type Draft } from "immer";
+import type { Stored } from "../events/schema.js";
+import type { Decisions, Dispatch, Note } from "./decisions.js";
+import { delegationDispatched, delegationResult, delegationSettled } from "./delegations.js";
+import { drain, inputTaken } from "./drain.js";
+import { expireParked } from "./ownership.js";
+import { processConsumed, processExited, processNotice, processPolled, processStarted, watchOverflow } from "./processes.js";
+import { sessionClosed, sessionCompressed, sessionOpened, turnBoundary } from "./sessions.js";
+import type { State } from "./state.js";
+
+enableMapSet();
+
+export function step(state: State, event: Stored, out: Decisions): void {
+  if (event.at > state.now) state.now = event.at;
+  if (state.parked.length > 0) expireParked(state, event.seq, out);
+  switch (event.type) {
+    case "session.opened":
+      return sessionOpened(state, event, out);
+    case "session.compressed":
+      return sessionCompressed(state, event, out);
+    case "session.closed":
+      return sessionClosed(state, event, out);
+    case "turn.started":
+    case "turn.ended":
+      return turnBoundary(state, event);
+    case "drain":
+      return drain(state, event, out);
+    case "input.taken":
+      return inputTaken(state, event, out);
+    case "process.started":
+      return processStarted(state, event);
+    case "process.exited":
+      return processExited(state, event, out);
+    case "process.consumed":
+      return processConsumed(state, event);
+    case "process.polled":
+      return processPolled(state, event);
+    case "watch.matched":
+    case "watch.disabled":
+    case "heartbeat":
+      return processNotice(state, event, out);
+    case "watch.overflow":
+      return watchOverflow(state, event, out);
+    case "delegation.dispatched":
+      return delegationDispatched(state, event);
+    case "delegation.completed":
+    case "delegation.taskFailed":
+      return delegationResult(state, event, out);
+    case "delegation.delivered":
+    case "delegation.dropped":
+      return delegationSettled(state, event, out);
+    // Output is replayed through process events, not matched again here; claims,
+    // releases and deferrals move the ledger, not the queues; dispatch records are
+    // what this fold produces, so replay checks them rather than using them.
+    case "process.output":
+    case "delegation.claimed":
+    case "delegation.released":
+    case "delegation.deferred":
+    case "notification.dispatched":
+      return;
+  }
+}
+
+/**
+ * The pure form: a new state (sharing what did not change) and the decisions taken.
+ *
+ * @example
+ * let state = createState();
+ * for (const event of events) {
+ *   const result = evolve(state, event);
+ *   state = result.state;
+ *   turns.push(...result.dispatches);
+ * }
+ */
+export function evolve(state: State, event: Stored): { state: State; dispatches: Dispatch[]; notes: Note[] } {
+  const dispatches: Dispatch[] = [];
+  const notes: Note[] = [];
+  const next = produce(state, (draft: Draft<State>) => {
+    step(draft as State, event, { dispatch: (d) => dispatches.push(d), note: (n) => notes.push(n) });
+  });
+  return { state: next, dispatches, notes };
+}

@@ -1,0 +1,81 @@
+/** Sessions: opening and resuming, extra keys, compression lineage, closing, busy turns. */
+import type { EventOf, Stored } from "../events/schema.js";
+import type { Decisions } from "./decisions.js";
+import { insertInOrder, place, unpark } from "./ownership.js";
+import type { Session, State } from "./state.js";
+
+function newSession(key: string, from?: Session): Session {
+  return {
+    key,
+    surface: from?.surface ?? "cli",
+    route: from?.route,
+    open: false,
+    closed: undefined,
+    successor: undefined,
+    busy: false,
+    queue: [],
+    inbox: [],
+  };
+}
+
+export function sessionOpened(state: State, e: Stored<EventOf<"session.opened">>, out: Decisions): void {
+  const session = state.sessions.get(e.session) ?? newSession(e.session);
+  session.surface = e.surface;
+  session.route = e.route;
+  session.open = true;
+  session.closed = undefined;
+  state.sessions.set(e.session, session);
+  for (const key of e.keys ?? []) {
+    // First claim wins: a key already answering for a session is never re-pointed.
+    if (!state.aliases.has(key) && !state.sessions.has(key)) state.aliases.set(key, e.session);
+  }
+  unpark(state, e.seq, out);
+}
+
+export function sessionCompressed(state: State, e: Stored<EventOf<"session.compressed">>, out: Decisions): void {
+  if (e.session === e.successor) return;
+  const retired = state.sessions.get(e.session) ?? newSession(e.session);
+  state.sessions.set(e.session, retired);
+  const successor = state.sessions.get(e.successor) ?? newSession(e.successor, retired);
+  state.sessions.set(e.successor, successor);
+  if (retired.open && retired.closed === undefined) {
+    // The successor continues the same conversation: same surface, same turn in progress.
+    successor.open = true;
+    successor.closed = undefined;
+    successor.busy = successor.busy || retired.busy;
+  }
+  retired.successor = e.successor;
+  // R14: nothing is stranded on the retired key.
+  for (const item of retired.queue) {
+    insertInOrder(successor.queue, item);
+    out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate: { what: "followed", from: e.session, to: e.successor } });
+  }
+  retired.queue = [];
+  successor.inbox.push(...retired.inbox);
+  retired.inbox = [];
+  unpark(state, e.seq, out);
+}
+
+export function sessionClosed(state: State, e: Stored<EventOf<"session.closed">>, out: Decisions): void {
+  const session = state.sessions.get(e.session);
+  if (session === undefined || session.closed !== undefined) return;
+  session.closed = e.reason;
+  session.busy = false;
+  const waiting = [...session.queue, ...session.inbox.flatMap((entry) => entry.items)];
+  session.queue = [];
+  session.inbox = [];
+  // Placing again drops them (closed by the user) or parks them for a resumed owner (R13).
+  for (const item of waiting.sort((a, b) => a.seq - b.seq)) {
+    if (item.owner === undefined) {
+      // An unaddressed item this session had admitted: it never belonged to it.
+      insertInOrder(state.unaddressed, item);
+      continue;
+    }
+    place(state, item, e.seq, out);
+  }
+}
+
+export function turnBoundary(state: State, e: Stored<EventOf<"turn.started"> | EventOf<"turn.ended">>): void {
+  const session = state.sessions.get(e.session);
+  if (session) session.busy = e.type === "turn.started";
+}

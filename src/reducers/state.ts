@@ -1,0 +1,118 @@
+/**
+ * The projection's state. Plain data, keyed so that one event touches a small object.
+ * Every item lives in exactly one place at a time (a session queue, an inbox entry, the
+ * unaddressed queue or the parking lot), and refers to processes and sessions by id,
+ * never by reference: that keeps the state a tree, as immer requires.
+ */
+import type { DrainConsumer, Route, Stored, Surface, TurnKind } from "../events/schema.js";
+
+export type ItemKind = "completion" | "watch" | "heartbeat" | "delegation" | "diagnostic";
+
+/** What a renderer needs besides the source event, copied when the item is made. */
+export interface ItemContext {
+  readonly command?: string;
+  readonly ownerTask?: string;
+  readonly handoffNote?: string;
+  readonly goal?: string;
+  readonly goals?: readonly string[];
+}
+
+/** Something ready to notify (SPEC §1). Its identity is the seq of the event that made it. */
+export interface Item {
+  readonly seq: number;
+  readonly kind: ItemKind;
+  /** Process or delegation id; null for a diagnostic about no single process. */
+  readonly member: string | null;
+  /** The session key the item is addressed to; undefined for unaddressed items. */
+  readonly owner: string | undefined;
+  readonly event: Stored;
+  readonly context: ItemContext;
+  /** When (event time) it entered the parking lot; set only while parked. */
+  parkedAt?: number;
+}
+
+export interface InboxEntry {
+  readonly consumer: DrainConsumer;
+  readonly kind: TurnKind;
+  readonly items: Item[];
+}
+
+export interface Session {
+  readonly key: string;
+  surface: Surface;
+  route: Route | undefined;
+  open: boolean;
+  closed: "user" | "idle" | "timeout" | undefined;
+  /** Set when compressed: this key is retired and the successor continues it. */
+  successor: string | undefined;
+  busy: boolean;
+  /** Ready items addressed to this session (or followed here through lineage), in log order. */
+  queue: Item[];
+  /** CLI inbox: admitted batches waiting for `input.taken`. */
+  inbox: InboxEntry[];
+}
+
+export interface Proc {
+  readonly id: string;
+  owner: string | undefined;
+  command: string | undefined;
+  ownerTask: string | undefined;
+  handoffNote: string | undefined;
+  notify: boolean;
+  watchDisabled: boolean;
+  exited: boolean;
+  /** A wait, log read, kill or ack: the agent already has the result (R7). */
+  consumed: { readonly act: string; readonly seq: number } | undefined;
+  /** Seq of the first poll after the exit (R7: the CLI skips such completions). */
+  polledAfterExit: number | undefined;
+}
+
+export interface Delegation {
+  readonly id: string;
+  readonly owner: string;
+  readonly goal: string | undefined;
+  readonly goals: readonly string[] | undefined;
+  /** True once a result item was made: a second copy is a duplicate. */
+  resultMade: boolean;
+}
+
+export interface ParkingLimits {
+  /** How long a parked item waits for its owner, in ms of event time. */
+  readonly ttlMs: number;
+  readonly total: number;
+  readonly perOwner: number;
+}
+
+export const defaultParking: ParkingLimits = { ttlMs: 600_000, total: 32, perOwner: 8 };
+
+export interface State {
+  readonly sessions: Map<string, Session>;
+  /** Extra keys (a UI tab id, say) → the session key they answer for. */
+  readonly aliases: Map<string, string>;
+  /** Processes that can still make or suppress an item; an entry goes once its completion is settled. */
+  readonly processes: Map<string, Proc>;
+  readonly delegations: Map<string, Delegation>;
+  /** Delegations whose result reached a session (or was settled by the ledger): never again. */
+  readonly settled: Set<string>;
+  /** Items with no owner, for the first session that drains. */
+  readonly unaddressed: Item[];
+  /** Items whose owner cannot be proven live, waiting for it to come back (R13). */
+  readonly parked: Item[];
+  readonly parking: ParkingLimits;
+  /** Event time of the latest event, for parking expiry. */
+  now: number;
+}
+
+export function createState(parking: ParkingLimits = defaultParking): State {
+  return {
+    sessions: new Map(),
+    aliases: new Map(),
+    processes: new Map(),
+    delegations: new Map(),
+    settled: new Set(),
+    unaddressed: [],
+    parked: [],
+    parking,
+    now: 0,
+  };
+}

@@ -1,0 +1,55 @@
+/**
+ * The replaceable renderer. An embedder passes any subset of templates; the rest keep
+ * the defaults. Rendering happens at dispatch, from structured items (R19).
+ */
+import type { Dispatch } from "../reducers/decisions.js";
+import type { Item } from "../reducers/state.js";
+import { batchText, completionText, delegationText, diagnosticText, heartbeatText, watchText } from "./text.js";
+import { title } from "./titles.js";
+
+export interface Renderer {
+  /** A completion's own text: what a one-member batch sends, byte for byte (R3). */
+  completion(item: Item): string;
+  /** A batch of two or more: header and the members' own texts (R4). */
+  batch(memberTexts: readonly string[], items: readonly Item[]): string;
+  watch(item: Item): string;
+  heartbeat(item: Item): string;
+  delegation(item: Item): string;
+  diagnostic(item: Item): string;
+  /** Compact status title of one item. */
+  title(item: Item): string;
+}
+
+export const defaultRenderer: Renderer = {
+  completion: completionText,
+  batch: batchText,
+  watch: watchText,
+  heartbeat: heartbeatText,
+  delegation: delegationText,
+  diagnostic: diagnosticText,
+  title,
+};
+
+export function createRenderer(templates: Partial<Renderer> = {}): Renderer {
+  return { ...defaultRenderer, ...templates };
+}
+
+/** The text of a dispatch. */
+export function renderText(dispatch: Dispatch, renderer: Renderer): string {
+  const [first] = dispatch.items;
+  if (first === undefined) throw new Error("a dispatch always has a live member");
+  switch (dispatch.kind) {
+    case "completions": {
+      if (dispatch.items.length === 1) return renderer.completion(first);
+      return renderer.batch(dispatch.items.map((i) => renderer.completion(i)), dispatch.items);
+    }
+    case "watch":
+      return renderer.watch(first);
+    case "heartbeat":
+      return renderer.heartbeat(first);
+    case "delegation":
+      return renderer.delegation(first);
+    case "diagnostic":
+      return renderer.diagnostic(first);
+  }
+}

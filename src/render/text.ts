@@ -1,0 +1,114 @@
+/**
+ * The default wording of every turn. Each function renders one item from its
+ * structured event; a batch is a header plus its members' own texts, verbatim.
+ */
+import type { EventOf, Stored } from "../events/schema.js";
+import type { Item } from "../reducers/state.js";
+
+type Exited = Stored<EventOf<"process.exited">>;
+
+/** How a process ended, in words. */
+export function outcome(e: Exited): string {
+  switch (e.reason) {
+    case "exited":
+      if (e.exitCode === 0) return "completed successfully (exit code 0)";
+      return e.exitCode === null ? "exited (no exit code reported)" : `exited with code ${e.exitCode}`;
+    case "killed":
+      return e.terminationSource ? `was killed (${e.terminationSource})` : "was killed";
+    case "lost":
+      return "was lost: its supervisor stopped tracking it before it reported an exit";
+    case "failedStart":
+      return "failed to start";
+  }
+}
+
+export function isFailure(e: Exited): boolean {
+  return e.reason !== "exited" || (e.exitCode !== 0 && e.exitCode !== null);
+}
+
+function fenced(output: string): string {
+  const body = output.endsWith("\n") ? output.slice(0, -1) : output;
+  return body === "" ? "(no output)" : body;
+}
+
+export function completionText(item: Item): string {
+  const e = item.event as Exited;
+  const lines = [`Background process ${e.process} ${outcome(e)}.`];
+  if (item.context.command !== undefined) lines.push(`Command: ${item.context.command}`);
+  if (item.context.ownerTask !== undefined) lines.push(`Started for subagent task: ${item.context.ownerTask}`);
+  if (item.context.handoffNote !== undefined) lines.push(`Handoff note: ${item.context.handoffNote}`);
+  const cut = e.outputCut ?? 0;
+  lines.push(cut > 0 ? `Output (last ${e.output.length.toLocaleString("en-US")} characters):` : "Output:");
+  lines.push(fenced(e.output));
+  if (cut > 0) {
+    lines.push(`[${cut.toLocaleString("en-US")} earlier characters are not shown; read the whole log of ${e.process} to see them]`);
+  }
+  return lines.join("\n");
+}
+
+export function batchText(memberTexts: readonly string[], items: readonly Item[]): string {
+  const failed = items.filter((i) => isFailure(i.event as Exited)).length;
+  const failures = failed === 0 ? "none failed" : failed === 1 ? "1 of them failed" : `${failed} of them failed`;
+  const header =
+    `${memberTexts.length} background processes finished (${failures}). ` +
+    `Answer them together in one reply, and keep every failure in it.`;
+  return [header, ...memberTexts].join("\n\n");
+}
+
+export function watchText(item: Item): string {
+  const e = item.event as Stored<EventOf<"watch.matched">>;
+  const lines = [`Watch pattern "${e.pattern}" matched in background process ${e.process}${item.context.command ? ` (${item.context.command})` : ""}:`, fenced(e.output)];
+  if (e.suppressed > 0) lines.push(`[${e.suppressed} more matching line${e.suppressed === 1 ? " was" : "s were"} held back by the cooldown]`);
+  return lines.join("\n");
+}
+
+export function heartbeatText(item: Item): string {
+  const e = item.event as Stored<EventOf<"heartbeat">>;
+  const head = `Background process ${e.process} is still running (check-in ${e.beat}, ${duration(e.elapsedMs)} so far).`;
+  return e.output === "" ? head : `${head}\nNew output since the last check-in:\n${fenced(e.output)}`;
+}
+
+export function diagnosticText(item: Item): string {
+  const e = item.event;
+  if (e.type === "watch.disabled") {
+    const why = e.reason === "strikes" ? "its matches kept arriving during the cooldown" : "it reached its lifetime limit of delivered matches";
+    return (
+      `Stopped watching the output of background process ${e.process}: ${why}` +
+      `${e.suppressed > 0 ? ` (${e.suppressed} matches held back)` : ""}. It will notify once when it exits.`
+    );
+  }
+  if (e.type === "watch.overflow") {
+    return e.state === "tripped"
+      ? `Watch matches are arriving too fast across all processes; they are paused for a while (${e.suppressed} held back so far).`
+      : `Watch matches are flowing again; ${e.suppressed} were held back while they were paused.`;
+  }
+  return `Notice: ${e.type}`;
+}
+
+export function delegationText(item: Item): string {
+  const e = item.event;
+  if (e.type === "delegation.taskFailed") {
+    return `Subagent ${e.delegation}: task ${e.taskIndex + 1} failed (the others keep running; this is not the final result).\nError: ${e.error}`;
+  }
+  if (e.type !== "delegation.completed") return `Subagent notice: ${e.type}`;
+  const lines = [`Subagent ${e.delegation} finished with status "${e.status}"${e.durationMs !== undefined ? ` after ${duration(e.durationMs)}` : ""}.`];
+  if (item.context.goal !== undefined) lines.push(`Goal: ${item.context.goal}`);
+  if (e.summary !== undefined) lines.push(`Summary: ${e.summary}`);
+  if (e.error !== undefined) lines.push(`Error: ${e.error}`);
+  (e.results ?? []).forEach((unit, i) => {
+    const index = unit.taskIndex ?? i;
+    const goal = unit.goal ?? item.context.goals?.[index];
+    const section = [`Task ${index + 1}${goal !== undefined ? `: ${goal}` : ""} (${unit.status})`];
+    if (unit.summary !== undefined) section.push(unit.summary);
+    if (unit.error !== undefined) section.push(`Error: ${unit.error}`);
+    lines.push("", section.join("\n"));
+  });
+  return lines.join("\n");
+}
+
+export function duration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  return m < 60 ? `${m}m ${s % 60}s` : `${Math.floor(m / 60)}h ${m % 60}m`;
+}
