@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 /** The `turnfold` command. Each command lives in its own file; none holds logic the library lacks. */
 import { Command, CommanderError } from "commander";
+import { explainCommand } from "./explain.js";
 import { exportCommand } from "./export.js";
 import { importCommand } from "./import.js";
+import { replayCommand } from "./replay.js";
 import { tailCommand } from "./tail.js";
 
 const program = new Command("turnfold")
@@ -14,6 +16,8 @@ const program = new Command("turnfold")
 importCommand(program);
 exportCommand(program);
 tailCommand(program);
+replayCommand(program);
+explainCommand(program);
 
 try {
   await program.parseAsync(process.argv);

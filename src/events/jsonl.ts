@@ -35,6 +35,34 @@ export function decodeJsonl(text: string): Decoded {
   return { ok: true, events };
 }
 
+/**
+ * Decodes a recorded history for replay: like `decodeJsonl`, but each event keeps the
+ * `seq` it was exported with when that seq is a whole number above the previous one;
+ * otherwise it is numbered on from the previous event.
+ */
+export function decodeStoredJsonl(text: string): { ok: true; events: Stored[] } | { ok: false; problems: readonly Problem[] } {
+  const decoded = decodeJsonl(text);
+  if (!decoded.ok) return decoded;
+  const seqs = recordedSeqs(text);
+  let previous = 0;
+  const events = decoded.events.map((event, i) => {
+    const given = seqs[i];
+    previous = given !== undefined && Number.isInteger(given) && given > previous ? given : previous + 1;
+    return { ...event, seq: previous } as Stored;
+  });
+  return { ok: true, events };
+}
+
+function recordedSeqs(text: string): (number | undefined)[] {
+  const seqs: (number | undefined)[] = [];
+  for (const line of text.replace(/^\uFEFF/, "").split("\n")) {
+    if (line.trim() === "") continue;
+    const seq = (JSON.parse(line) as { seq?: unknown }).seq;
+    seqs.push(typeof seq === "number" ? seq : undefined);
+  }
+  return seqs;
+}
+
 /** One stored event as a JSONL line, `seq` first so a reader sees the order at a glance. */
 export function encodeJsonlLine(event: Stored): string {
   const { seq, ...rest } = event;

@@ -1,0 +1,38 @@
+/**
+ * Writes the example sessions shipped in examples/: each history is appended to a log,
+ * the live projection records its dispatches, and the whole log is written as JSONL.
+ * Run with: npx tsx examples/make.ts
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { encodeJsonlLine, MemoryLog, type TurnfoldEvent } from "../src/events/index.js";
+import { recordDispatches } from "../src/projections/record.js";
+import { History, ids } from "../src/testing/history.js";
+
+const backlog = new History().open("s1", "tui").completions("s1", ids("p", 12), { p12: 7 }).drain("s1", "tui-poller");
+
+const cli = new History().open("term", "cli");
+cli.completions("term", ["build", "lint", "test"], { test: 1 }).drain("term", "cli-idle");
+cli.consume("lint", "wait").input("term");
+cli.completions("term", ["fetch"]).poll("fetch").completions("term", ["docs"]).drain("term", "cli-post-turn").input("term");
+
+const mixed = new History().open("s1", "tui", { keys: ["tab-1"] }).open("s2", "tui").delegate("d1", "s1");
+mixed.completions("s1", ["a1", "a2", "a3", "a4"]).watch("a4", "ERROR: disk almost full");
+mixed.completions("tab-1", ["b1", "b2", "b3", "b4"]).delegationDone("d1");
+mixed.completions("s1", ["c1", "c2", "c3", "c4"]).completions("s2", ["foreign1", "foreign2"]);
+mixed.drain("s1", "tui-poller").turnStarted("s1").completions("s1", ["late"]).drain("s1", "tui-post-turn");
+mixed.turnEnded("s1").compress("s1", "s1b").completions("s1", ["after-compress"]).drain("s1b", "tui-post-turn");
+
+async function write(name: string, history: History): Promise<void> {
+  const log = new MemoryLog();
+  await log.append(history.events.map(({ seq: _seq, ...event }) => event as TurnfoldEvent));
+  const recorded = await recordDispatches(log, { pollMs: 1 });
+  const lines = (await log.readPage({ limit: 100_000 })).map(encodeJsonlLine);
+  writeFileSync(join(import.meta.dirname, `${name}.jsonl`), lines.join("\n") + "\n");
+  await log.close();
+  console.log(`${name}.jsonl: ${lines.length} events, ${recorded} recorded dispatches`);
+}
+
+await write("backlog", backlog);
+await write("cli", cli);
+await write("mixed", mixed);

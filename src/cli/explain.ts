@@ -1,0 +1,21 @@
+import type { Command } from "commander";
+import { explain } from "../projections/explain.js";
+import { explanationText } from "../render/explain.js";
+import { loadHistory } from "./history.js";
+import { runCommand, writeOut } from "./io.js";
+
+export function explainCommand(program: Command): void {
+  program
+    .command("explain")
+    .description("tell, for one process or delegation id, why it was or was not delivered")
+    .argument("<file>", "recorded session: JSONL, or a SQLite log")
+    .argument("<id>", "process or delegation id")
+    .option("--json", "the explanation as one JSON object")
+    .action((file: string, id: string, options: { json?: boolean }) =>
+      runCommand(async () => {
+        const explanation = explain(await loadHistory(file), id);
+        await writeOut(options.json ? JSON.stringify(explanation) + "\n" : explanationText(explanation) + "\n");
+        return explanation.events.length === 0 ? 1 : 0;
+      }),
+    );
+}

@@ -1,0 +1,39 @@
+/** Loads a recorded session for replay or explain: a JSONL file or a SQLite log. */
+import { closeSync, openSync, readSync, statSync } from "node:fs";
+import { decodeStoredJsonl } from "../events/jsonl.js";
+import type { Stored } from "../events/schema.js";
+import { openSqliteLog } from "../events/sqlite-log.js";
+import { formatProblem } from "../events/validate.js";
+import { InputError, readTextFile } from "./io.js";
+
+const sqliteMagic = "SQLite format 3\0";
+
+function looksLikeSqlite(path: string): boolean {
+  try {
+    if (statSync(path).isDirectory()) return false;
+    const fd = openSync(path, "r");
+    const buffer = Buffer.alloc(16);
+    const read = readSync(fd, buffer, 0, 16, 0);
+    closeSync(fd);
+    return read === 16 && buffer.toString("latin1") === sqliteMagic;
+  } catch {
+    return false;
+  }
+}
+
+export async function loadHistory(path: string): Promise<Stored[]> {
+  if (looksLikeSqlite(path)) {
+    const log = await openSqliteLog(path, { create: false });
+    try {
+      return [...log.scan()];
+    } finally {
+      await log.close();
+    }
+  }
+  const decoded = decodeStoredJsonl(readTextFile(path));
+  if (!decoded.ok) {
+    const lines = decoded.problems.slice(0, 20).map((p) => formatProblem(p, path));
+    throw new InputError(`${path} is not a valid recorded session:\n${lines.join("\n")}`);
+  }
+  return decoded.events;
+}

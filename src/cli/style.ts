@@ -1,0 +1,29 @@
+/** Colour only on a terminal, and never with NO_COLOR set. */
+export function useColour(stream: NodeJS.WriteStream): boolean {
+  return Boolean(stream.isTTY) && !("NO_COLOR" in process.env && process.env["NO_COLOR"] !== "");
+}
+
+export function styler(on: boolean) {
+  const wrap = (open: number, close: number) => (text: string) => (on ? `\u001b[${open}m${text}\u001b[${close}m` : text);
+  return { bold: wrap(1, 22), dim: wrap(2, 22), cyan: wrap(36, 39), yellow: wrap(33, 39), red: wrap(31, 39), green: wrap(32, 39) };
+}
+
+/** A progress bar on stderr for long work; silent when stderr is not a terminal. */
+export function progress(total: number, label: string) {
+  const on = Boolean(process.stderr.isTTY) && total >= 50_000;
+  let shown = -1;
+  return {
+    tick(done: number) {
+      if (!on) return;
+      const percent = Math.floor((done / total) * 100);
+      if (percent === shown) return;
+      shown = percent;
+      const width = 30;
+      const filled = Math.round((percent / 100) * width);
+      process.stderr.write(`\r${label} [${"#".repeat(filled)}${" ".repeat(width - filled)}] ${percent}%`);
+    },
+    done() {
+      if (on) process.stderr.write("\r\u001b[2K");
+    },
+  };
+}

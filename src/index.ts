@@ -1,0 +1,21 @@
+/**
+ * turnfold: fold the noise of background work into the turns a conversation should get.
+ *
+ * @example
+ * import { openLog, replay } from "turnfold";
+ * const log = await openLog("agent.sqlite");
+ * const { turns } = replay(log.scan());
+ */
+export * from "./events/index.js";
+export { openSqliteLog as openLog } from "./events/sqlite-log.js";
+export * from "./reducers/index.js";
+export { Projection, type Turn, type StatusLine, type Output, type ProjectionOptions } from "./projections/project.js";
+export { replay, type Replayed } from "./projections/replay.js";
+export { turns } from "./projections/turns.js";
+export { liveTurns, type LiveOptions } from "./projections/live.js";
+export { verifyRecorded, type Verified, type Difference } from "./projections/verify.js";
+export { explain, type Explanation, type ItemStory, type Waiting } from "./projections/explain.js";
+export { toRecord, fromRecord, type DispatchRecord } from "./projections/records.js";
+export { createRenderer, defaultRenderer, renderText, type Renderer } from "./render/renderer.js";
+export { explanationText } from "./render/explain.js";
+export { History } from "./testing/history.js";

@@ -1,0 +1,94 @@
+/**
+ * `explain` (R31): for one process or delegation id, its events and what became of each
+ * item it made: which turn carried it, or why none did.
+ */
+import type { Stored } from "../events/schema.js";
+import type { Fate, Note } from "../reducers/decisions.js";
+import type { Item, State } from "../reducers/state.js";
+import { Projection, type ProjectionOptions, type Turn } from "./project.js";
+
+/** Where an item that was never settled is waiting, at the end of the history. */
+export type Waiting =
+  | { readonly where: "queue"; readonly session: string; readonly busy: boolean; readonly surface: string; readonly drainedSince: boolean }
+  | { readonly where: "inbox"; readonly session: string; readonly consumer: string }
+  | { readonly where: "unaddressed" }
+  | { readonly where: "parked"; readonly owner: string };
+
+export interface ItemStory {
+  readonly itemSeq: number | undefined;
+  readonly kind: string | undefined;
+  readonly fates: readonly (Fate & { readonly seq: number })[];
+  /** The turn that carried it, if one did. */
+  readonly turn: Turn | undefined;
+  readonly waiting: Waiting | undefined;
+}
+
+export interface Explanation {
+  readonly id: string;
+  readonly events: readonly Stored[];
+  readonly items: readonly ItemStory[];
+}
+
+function mentions(event: Stored, id: string): boolean {
+  const e = event as { process?: unknown; delegation?: unknown; members?: unknown };
+  return e.process === id || e.delegation === id || (Array.isArray(e.members) && e.members.includes(id));
+}
+
+export function explain(events: Iterable<Stored>, id: string, options: ProjectionOptions = {}): Explanation {
+  const notes: Note[] = [];
+  const projection = new Projection({ ...options, trace: (note) => note.member === id && notes.push(note) });
+  const mentioned: Stored[] = [];
+  const turns: Turn[] = [];
+  const drains = new Map<string, number>();
+  for (const event of events) {
+    if (mentions(event, id)) mentioned.push(event);
+    if (event.type === "drain") drains.set(event.session, event.seq);
+    for (const output of projection.push(event)) {
+      if (output.type === "turn" && output.members.includes(id)) turns.push(output);
+    }
+  }
+  const stories = new Map<string, { itemSeq: number | undefined; fates: (Fate & { seq: number })[] }>();
+  for (const note of notes) {
+    const key = note.itemSeq === undefined ? `event ${note.seq}` : String(note.itemSeq);
+    const story = stories.get(key) ?? { itemSeq: note.itemSeq, fates: [] };
+    story.fates.push({ ...note.fate, seq: note.seq });
+    stories.set(key, story);
+  }
+  const state = projection.state;
+  const items = [...stories.values()].map((story): ItemStory => {
+    const last = story.fates[story.fates.length - 1];
+    const turn = last?.what === "dispatched" ? turns.find((t) => t.seq === last.seq) : undefined;
+    const found = story.itemSeq === undefined ? undefined : locate(state, story.itemSeq, drains);
+    return { itemSeq: story.itemSeq, kind: found?.item.kind ?? kindFromEvents(mentioned, story.itemSeq), fates: story.fates, turn, waiting: found?.waiting };
+  });
+  return { id, events: mentioned, items };
+}
+
+function kindFromEvents(events: readonly Stored[], seq: number | undefined): string | undefined {
+  const event = events.find((e) => e.seq === seq);
+  if (event === undefined) return undefined;
+  if (event.type === "process.exited") return "completion";
+  if (event.type === "watch.matched") return "watch";
+  if (event.type === "heartbeat") return "heartbeat";
+  if (event.type.startsWith("delegation.")) return "delegation";
+  return "diagnostic";
+}
+
+function locate(state: State, seq: number, drains: Map<string, number>): { item: Item; waiting: Waiting } | undefined {
+  for (const session of state.sessions.values()) {
+    const queued = session.queue.find((i) => i.seq === seq);
+    if (queued) {
+      const drainedSince = (drains.get(session.key) ?? 0) > seq;
+      return { item: queued, waiting: { where: "queue", session: session.key, busy: session.busy, surface: session.surface, drainedSince } };
+    }
+    for (const entry of session.inbox) {
+      const admitted = entry.items.find((i) => i.seq === seq);
+      if (admitted) return { item: admitted, waiting: { where: "inbox", session: session.key, consumer: entry.consumer } };
+    }
+  }
+  const unaddressed = state.unaddressed.find((i) => i.seq === seq);
+  if (unaddressed) return { item: unaddressed, waiting: { where: "unaddressed" } };
+  const parked = state.parked.find((i) => i.seq === seq);
+  if (parked) return { item: parked, waiting: { where: "parked", owner: parked.owner! } };
+  return undefined;
+}

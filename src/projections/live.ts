@@ -1,0 +1,85 @@
+/**
+ * The projection running live on a log (R23). It folds every event in order and records
+ * each dispatch as a `notification.dispatched` event with a conditional append: the
+ * append succeeds only if the log still ends where the fold stopped, so the record is
+ * written in the same transaction that checks the decision's premises. Another runner
+ * on the same log, or a restart, folds those records and never decides a turn twice.
+ */
+import { Observable } from "rxjs";
+import type { EventLog } from "../events/log.js";
+import type { Stored } from "../events/schema.js";
+import { Projection, type Output, type ProjectionOptions, type Turn } from "./project.js";
+import { fromRecord, toRecord, type DispatchRecord } from "./records.js";
+
+export interface LiveOptions extends ProjectionOptions {
+  /** How long to wait before looking for new events when caught up, in ms. Default 25. */
+  readonly pollMs?: number;
+  /** Page size while catching up. Default 1000. */
+  readonly pageSize?: number;
+}
+
+/**
+ * Emits each turn once it is recorded in the log (by this runner or another), and each
+ * status line as its turn is decided. Unsubscribe to stop.
+ *
+ * @example
+ * const log = await openSqliteLog("agent.sqlite");
+ * liveTurns(log).subscribe((out) => out.type === "turn" && console.log(out.text));
+ */
+export function liveTurns(log: EventLog, options: LiveOptions = {}): Observable<Output> {
+  return new Observable<Output>((subscriber) => {
+    const controller = new AbortController();
+    runLive(log, (output) => subscriber.next(output), controller.signal, options).then(
+      () => subscriber.complete(),
+      (error: unknown) => subscriber.error(error),
+    );
+    return () => controller.abort();
+  });
+}
+
+async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSignal, options: LiveOptions): Promise<void> {
+  const projection = new Projection(options);
+  const pageSize = options.pageSize ?? 1000;
+  /** Decided but not yet seen recorded, keyed `drainSeq:index`. */
+  const pending = new Map<string, DispatchRecord>();
+  let next = 1;
+
+  const fold = (event: Stored) => {
+    if (event.type === "notification.dispatched") {
+      const turn = fromRecord(event);
+      pending.delete(`${turn.seq}:${(event as { index?: number }).index ?? 0}`);
+      emit(turn);
+      return;
+    }
+    let index = 0;
+    for (const output of projection.push(event)) {
+      if (output.type === "status") emit(output);
+      else pending.set(`${output.seq}:${index}`, toRecord(output as Turn, index++, event.at));
+    }
+  };
+
+  while (!signal.aborted) {
+    const page = await log.readPage({ from: next, limit: pageSize });
+    for (const event of page) fold(event);
+    if (page.length > 0) {
+      next = page[page.length - 1]!.seq + 1;
+      continue;
+    }
+    if (pending.size > 0) {
+      // A conflict means someone appended meanwhile: read on, and decide again from there.
+      await log.appendAfter(next - 1, [...pending.values()]);
+      continue;
+    }
+    await sleep(options.pollMs ?? 25, signal);
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}

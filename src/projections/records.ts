@@ -1,0 +1,38 @@
+/** Dispatch records: a turn as the `notification.dispatched` event that proves it was decided. */
+import type { EventOf, Stored } from "../events/schema.js";
+import type { Turn } from "./project.js";
+
+export type DispatchRecord = EventOf<"notification.dispatched"> & {
+  /** Seq of the drain or `input.taken` that decided it. */
+  readonly drainSeq: number;
+  /** Its place among the turns that one drain decided. */
+  readonly index: number;
+};
+
+export function toRecord(turn: Turn, index: number, at: number): DispatchRecord {
+  return {
+    type: "notification.dispatched",
+    at,
+    session: turn.session,
+    consumer: turn.consumer,
+    kind: turn.kind,
+    members: [...turn.members],
+    text: turn.text,
+    drainSeq: turn.seq,
+    index,
+  };
+}
+
+/** The turn a stored record stands for; a record with no `drainSeq` uses its own seq. */
+export function fromRecord(record: Stored<EventOf<"notification.dispatched">>): Turn {
+  const drainSeq = (record as { drainSeq?: unknown }).drainSeq;
+  return {
+    type: "turn",
+    seq: typeof drainSeq === "number" ? drainSeq : record.seq,
+    session: record.session,
+    consumer: record.consumer,
+    kind: record.kind,
+    members: record.members,
+    text: record.text,
+  };
+}

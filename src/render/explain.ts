@@ -1,0 +1,83 @@
+/** Human text for `turnfold explain`. */
+import type { Stored } from "../events/schema.js";
+import type { Fate } from "../reducers/decisions.js";
+import type { Explanation, ItemStory, Waiting } from "../projections/explain.js";
+
+function eventLine(e: Stored): string {
+  const { seq, type, at: _at, ...rest } = e as Stored & Record<string, unknown>;
+  const detail = Object.entries(rest)
+    .filter(([k]) => !["process", "delegation", "text", "output"].includes(k))
+    .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)
+    .join(" ");
+  return `  seq ${seq}  ${type}${detail ? `  ${detail}` : ""}`;
+}
+
+export function fateLine(f: Fate & { seq: number }): string {
+  const at = `seq ${f.seq}`;
+  switch (f.what) {
+    case "queued":
+      return `${at}: ready, queued for session ${f.session}`;
+    case "unaddressed":
+      return `${at}: ready, unaddressed: the first session to drain may take it`;
+    case "parked":
+      return `${at}: parked: its owner ${f.owner} is not live (waits up to 600 s for it to resume)`;
+    case "unparked":
+      return `${at}: its owner is back; queued for session ${f.session}`;
+    case "expired":
+      return `${at}: dropped from parking: its owner ${f.owner} did not come back in time`;
+    case "evicted":
+      return `${at}: dropped from parking: too many items were parked (owner ${f.owner})`;
+    case "dropped":
+      return `${at}: dropped: its owner ${f.owner} was closed by the user`;
+    case "followed":
+      return `${at}: followed compression from ${f.from} to ${f.to}`;
+    case "admitted":
+      return `${at}: admitted to the CLI inbox of ${f.session} by ${f.consumer}`;
+    case "consumed":
+      return `${at}: left out: already consumed by ${f.act} at seq ${f.at}`;
+    case "skipped-for-poll":
+      return `${at}: skipped by the CLI drain of ${f.session}: observed by a poll at seq ${f.pollSeq}`;
+    case "busy":
+      return `${at}: not admitted: session ${f.session} was busy (a turn was running)`;
+    case "headless":
+      return `${at}: held: session ${f.session} is a headless ${f.surface} surface and never dispatches on its own`;
+    case "duplicate":
+      return `${at}: not an item: a copy of delegation ${f.delegation} was already taken`;
+    case "settled-elsewhere":
+      return `${at}: not sent here: the ledger ${f.how} delegation ${f.delegation}`;
+    case "no-owner-record":
+      return `${at}: not an item: no dispatch record proves who owns delegation ${f.delegation}`;
+    case "dispatched":
+      return `${at}: dispatched to ${f.session} (${f.consumer}) in a turn with ${f.members.length} member${f.members.length === 1 ? "" : "s"}: ${f.members.join(", ")}`;
+  }
+}
+
+function waitingLine(w: Waiting): string {
+  switch (w.where) {
+    case "queue":
+      if (w.surface === "api" || w.surface === "acp" || w.surface === "oneshot") return `waiting: held for headless session ${w.session}, read on request`;
+      if (w.busy) return `waiting: session ${w.session} is busy; the next drain after its turn takes it`;
+      return w.drainedSince ? `waiting in the queue of ${w.session}` : `waiting: session ${w.session} has not drained since it became ready`;
+    case "inbox":
+      return `waiting in the CLI inbox of ${w.session} (admitted by ${w.consumer}) for the next input.taken`;
+    case "unaddressed":
+      return "waiting: unaddressed, for the first session that drains";
+    case "parked":
+      return `waiting: parked for its owner ${w.owner}`;
+  }
+}
+
+function storyLines(story: ItemStory): string[] {
+  const head = story.itemSeq === undefined ? "no item:" : `${story.kind ?? "item"} made at seq ${story.itemSeq}:`;
+  const lines = [head, ...story.fates.map((f) => `  ${fateLine(f)}`)];
+  if (story.waiting) lines.push(`  ${waitingLine(story.waiting)}`);
+  return lines;
+}
+
+export function explanationText(x: Explanation): string {
+  if (x.events.length === 0) return `${x.id}: no event in this history mentions it`;
+  const lines = [`${x.id}: ${x.events.length} event${x.events.length === 1 ? "" : "s"}`, ...x.events.map(eventLine), ""];
+  if (x.items.length === 0) lines.push("it made no notification item (notify off, no watch hits, or nothing ready yet)");
+  for (const story of x.items) lines.push(...storyLines(story));
+  return lines.join("\n");
+}
