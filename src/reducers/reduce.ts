@@ -4,7 +4,7 @@
  * pure public form) or on a state the caller owns outright (the projections' hot loop,
  * where a copy per event would cost more than the work). Both run the same code.
  */
-import { enableMapSet, produce, type Draft } from "immer";
+import { current, enableMapSet, isDraft, produce, type Draft } from "immer";
 import type { Stored } from "../events/schema.js";
 import type { Decisions, Dispatch, Note } from "./decisions.js";
 import { delegationDispatched, delegationResult, delegationSettled } from "./delegations.js";
@@ -12,7 +12,7 @@ import { drain, inputTaken } from "./drain.js";
 import { expireParked } from "./ownership.js";
 import { processConsumed, processExited, processNotice, processPolled, processStarted, watchOverflow } from "./processes.js";
 import { sessionClosed, sessionCompressed, sessionOpened, turnBoundary } from "./sessions.js";
-import type { State } from "./state.js";
+import type { Item, State } from "./state.js";
 
 enableMapSet();
 
@@ -82,7 +82,9 @@ export function evolve(state: State, event: Stored): { state: State; dispatches:
   const dispatches: Dispatch[] = [];
   const notes: Note[] = [];
   const next = produce(state, (draft: Draft<State>) => {
-    step(draft as State, event, { dispatch: (d) => dispatches.push(d), note: (n) => notes.push(n) });
+    // Items handed out must outlive the draft: take a plain snapshot of any drafted one.
+    const dispatch = (d: Dispatch) => dispatches.push({ ...d, items: d.items.map((i): Item => (isDraft(i) ? (current(i as Draft<Item>) as Item) : i)) });
+    step(draft as State, event, { dispatch, note: (n) => notes.push(n) });
   });
   return { state: next, dispatches, notes };
 }

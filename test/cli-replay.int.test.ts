@@ -1,0 +1,88 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { cli } from "./support/cli.js";
+import { tempDir } from "./support/tmp.js";
+
+const dir = tempDir();
+const examples = join(import.meta.dirname, "..", "examples");
+const example = (name: string) => join(examples, `${name}.jsonl`);
+
+describe("turnfold replay", () => {
+  it("prints one JSON object per turn, as SPEC §9", () => {
+    const result = cli(["replay", example("backlog"), "--json"]);
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(1);
+    expect(Object.keys(lines[0])).toEqual(["seq", "session", "consumer", "kind", "members", "text"]);
+    expect(lines[0]).toMatchObject({ seq: 26, session: "s1", consumer: "tui-poller", kind: "completions" });
+    expect(lines[0].members).toHaveLength(12);
+  });
+
+  it("adds TUI status lines with --status, one per item", () => {
+    const lines = cli(["replay", example("mixed"), "--json", "--status"]).stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const statuses = lines.filter((l) => "status" in l);
+    expect(statuses.map((s) => s.member)).toEqual(["a1", "a2", "a3", "a4", "a4", "b1", "b2", "b3", "b4", "d1", "c1", "c2", "c3", "c4", "late", "after-compress"]);
+    expect(Object.keys(statuses[0])).toEqual(["status", "session", "member"]);
+  });
+
+  it("gives the same turns from a SQLite log as from the JSONL it was imported from", () => {
+    const db = join(dir, "mixed.sqlite");
+    expect(cli(["import", example("mixed"), "--db", db]).code).toBe(0);
+    expect(cli(["replay", db, "--json"]).stdout).toBe(cli(["replay", example("mixed"), "--json"]).stdout);
+    expect(cli(["replay", db, "--verify"]).code).toBe(0);
+  });
+
+  it("--verify accepts every shipped example and shows the first difference in a tampered one", () => {
+    for (const name of ["backlog", "cli", "mixed"]) {
+      const ok = cli(["replay", example(name), "--verify"]);
+      expect(ok.code, name).toBe(0);
+      expect(ok.stdout).toMatch(/recorded dispatches match/);
+    }
+    const lines = readFileSync(example("mixed"), "utf8").trim().split("\n");
+    const index = lines.findIndex((l) => l.includes('"kind":"watch"'));
+    const record = JSON.parse(lines[index]!);
+    lines[index] = JSON.stringify({ ...record, text: "something else" });
+    const tampered = join(dir, "tampered.jsonl");
+    writeFileSync(tampered, lines.join("\n"));
+    const bad = cli(["replay", tampered, "--verify"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(`differ from the re-derived turns at turn #2 (record at seq ${record.seq}), field text`);
+    expect(bad.stderr).toContain('recorded: "something else"');
+  });
+
+  it("prints a readable form without colour when NO_COLOR is set or stdout is not a terminal", () => {
+    const out = cli(["replay", example("cli")]).stdout;
+    expect(out).toContain("seq 10  term  cli-idle  completions  [build, test]\n    2 background processes finished");
+    expect(out).not.toContain("\u001b[");
+  });
+
+  it("rejects an invalid recorded session naming line and field", () => {
+    const bad = join(dir, "bad.jsonl");
+    writeFileSync(bad, '{"type":"drain","at":1,"session":"s"}\n');
+    const result = cli(["replay", bad]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`${bad}:1: consumer: `);
+  });
+});
+
+describe("turnfold explain", () => {
+  it("tells which turn carried an item", () => {
+    const out = cli(["explain", example("mixed"), "late"]).stdout;
+    expect(out).toContain("not admitted: session s1 was busy");
+    expect(out).toContain("followed compression from s1 to s1b");
+    expect(out).toContain("dispatched to s1b (tui-post-turn) in a turn with 2 members: late, after-compress");
+  });
+
+  it("tells why an item was not delivered: consumed, foreign owner, poll", () => {
+    expect(cli(["explain", example("cli"), "lint"]).stdout).toContain("left out: already consumed by wait at seq 9");
+    expect(cli(["explain", example("mixed"), "foreign1"]).stdout).toContain("session s2 has not drained since it became ready");
+    expect(cli(["explain", example("cli"), "fetch"]).stdout).toContain("observed by a poll at seq 13");
+  });
+
+  it("exits 1 for an id no event mentions", () => {
+    const result = cli(["explain", example("cli"), "nobody"]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain("no event in this history mentions it");
+  });
+});

@@ -1,0 +1,75 @@
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { firstValueFrom, filter, take, toArray } from "rxjs";
+import { openSqliteLog, type TurnfoldEvent } from "../src/events/index.js";
+import { liveTurns } from "../src/projections/live.js";
+import { recordDispatches } from "../src/projections/record.js";
+import { replay } from "../src/projections/replay.js";
+import { verifyRecorded } from "../src/projections/verify.js";
+import { History, ids } from "./support/history.js";
+import { tempDir } from "./support/tmp.js";
+
+const dir = tempDir();
+let n = 0;
+const fresh = () => join(dir, `live-${n++}.sqlite`);
+const bare = (h: History) => h.events.map(({ seq: _s, ...e }) => e as TurnfoldEvent);
+
+function scenario(): History {
+  const h = new History().open("s1", "tui").open("c1", "cli").delegate("d1", "s1");
+  h.completions("s1", ids("p", 5), { p5: 7 }).watch("p5").delegationDone("d1").drain("s1");
+  h.completions("c1", ["q1", "q2"]).drain("c1", "cli-idle").input("c1");
+  return h;
+}
+
+describe("the live projection on a SQLite log (R23)", () => {
+  it("records every dispatch as notification.dispatched, and the records verify", async () => {
+    const log = await openSqliteLog(fresh(), { pollMs: 5 });
+    await log.append(bare(scenario()));
+    expect(await recordDispatches(log, { pollMs: 5 })).toBe(4);
+    const events = [...log.scan()];
+    const records = events.filter((e) => e.type === "notification.dispatched");
+    expect(records).toHaveLength(4);
+    expect(verifyRecorded(events, replay(events).turns)).toEqual({ ok: true, turns: 4 });
+    await log.close();
+  });
+
+  it("a restarted runner folds the records it finds and decides no turn twice", async () => {
+    const path = fresh();
+    const log = await openSqliteLog(path, { pollMs: 5 });
+    await log.append(bare(scenario()));
+    await recordDispatches(log, { pollMs: 5 });
+    await log.close();
+    const again = await openSqliteLog(path, { pollMs: 5 });
+    const seen = await firstValueFrom(liveTurns(again, { pollMs: 5 }).pipe(filter((o) => o.type === "turn"), take(4), toArray()));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(seen).toHaveLength(4);
+    expect([...again.scan()].filter((e) => e.type === "notification.dispatched")).toHaveLength(4);
+    await again.close();
+  });
+
+  it("two runners on one file, with producers still appending, record each dispatch once", async () => {
+    const path = fresh();
+    const producer = await openSqliteLog(path);
+    const a = await openSqliteLog(path, { pollMs: 2 });
+    const b = await openSqliteLog(path, { pollMs: 2 });
+    const subA = liveTurns(a, { pollMs: 2 }).subscribe();
+    const subB = liveTurns(b, { pollMs: 2 }).subscribe();
+    const h = new History().open("s1");
+    for (let round = 0; round < 30; round++) h.completions("s1", [`r${round}a`, `r${round}b`]).drain("s1");
+    const events = bare(h);
+    for (let i = 0; i < events.length; i += 7) {
+      await producer.append(events.slice(i, i + 7));
+      await new Promise((r) => setTimeout(r, 3));
+    }
+    const deadline = Date.now() + 10_000;
+    const count = () => [...producer.scan()].filter((e) => e.type === "notification.dispatched").length;
+    while (count() < 30 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 100));
+    subA.unsubscribe();
+    subB.unsubscribe();
+    const all = [...producer.scan()];
+    expect(count()).toBe(30);
+    expect(verifyRecorded(all, replay(all).turns).ok).toBe(true);
+    for (const log of [producer, a, b]) await log.close();
+  });
+});
