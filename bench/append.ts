@@ -90,7 +90,7 @@ export async function appendBench(): Promise<Row[]> {
   const dir = mkdtempSync(join(tmpdir(), "turnfold-bench-"));
   try {
     let round = 0;
-    const batched = await interleaved(5, () => turnfoldBatched(dir, round++), () => rawBatched(dir, round++));
+    const batched = await interleaved(9, () => turnfoldBatched(dir, round++), () => rawBatched(dir, round++));
     const single = await interleaved(3, () => turnfoldSingle(dir, round++), () => rawSingle(dir, round++));
     const ratio = batched.a / batched.b;
     return [

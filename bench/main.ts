@@ -1,8 +1,11 @@
 /** `npm run bench`: every figure with its same-run baseline and the ratio between them. */
 import { appendBench } from "./append.js";
+import { foldBench } from "./fold.js";
 import { printTable, type Row } from "./harness.js";
 
 const rows: Row[] = [];
 process.stderr.write("measuring append …\n");
 rows.push(...(await appendBench()));
+process.stderr.write("measuring the projection (1,000,000 events; about a minute) …\n");
+rows.push(...(await foldBench()));
 printTable(rows);

@@ -77,7 +77,7 @@ describe("turnfold explain", () => {
   it("tells why an item was not delivered: consumed, foreign owner, poll", () => {
     expect(cli(["explain", example("cli"), "lint"]).stdout).toContain("left out: already consumed by wait at seq 9");
     expect(cli(["explain", example("mixed"), "foreign1"]).stdout).toContain("session s2 has not drained since it became ready");
-    expect(cli(["explain", example("cli"), "fetch"]).stdout).toContain("observed by a poll at seq 13");
+    expect(cli(["explain", example("cli"), "fetch"]).stdout).toContain("the agent already saw its exit through a poll at seq 13");
   });
 
   it("exits 1 for an id no event mentions", () => {

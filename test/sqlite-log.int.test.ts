@@ -98,9 +98,10 @@ describe("sqlite log file", () => {
 
 const appender = join(import.meta.dirname, "fixtures", "appender.ts");
 
-function startAppender(file: string, writer: string, batches: number, size: number) {
+function startAppender(file: string, writer: string, batches: number, size: number, waitForGo = false) {
   const child = spawn(process.execPath, ["--import", "tsx", appender, file, writer, String(batches), String(size)], {
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["pipe", "pipe", "pipe"],
+    env: { ...process.env, ...(waitForGo ? { WAIT_FOR_GO: "1" } : {}) },
   });
   let stderr = "";
   child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
@@ -142,13 +143,15 @@ describe("several processes, one file", () => {
   it("four writers appending at once lose nothing and never share a seq", async () => {
     const path = fresh();
     await (await openSqliteLog(path)).close();
-    const writers = ["w0", "w1", "w2", "w3"].map((w) => startAppender(path, w, 60, 25));
+    const writers = ["w0", "w1", "w2", "w3"].map((w) => startAppender(path, w, 200, 25, true));
+    await Promise.all(writers.map((w) => w.opened));
+    for (const w of writers) w.child.stdin.write("go\n");
     const results = await Promise.all(writers.map((w) => w.exited));
     for (const r of results) expect(r).toEqual({ code: 0, stderr: "" });
     const events = await readAll(path);
-    expect(events).toHaveLength(4 * 60 * 25);
+    expect(events).toHaveLength(4 * 200 * 25);
     const landed = checkWholeBatches(events);
-    expect([...landed.values()]).toEqual([60, 60, 60, 60]);
+    expect([...landed.values()]).toEqual([200, 200, 200, 200]);
     // The writers really interleaved: batches of different writers alternate somewhere.
     const switches = events.filter((e, i) => i > 0 && e.writer !== events[i - 1]!.writer).length;
     expect(switches).toBeGreaterThan(3);

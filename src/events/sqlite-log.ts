@@ -129,7 +129,6 @@ async function migrate(kysely: Kysely<LogDatabase>, database: Database.Database,
 }
 
 interface Row {
-  seq: number;
   body: string;
 }
 
@@ -140,6 +139,7 @@ export class SqliteLog implements EventLog {
   readonly #appended = new Subject<void>();
   readonly #insert: Database.Statement;
   readonly #page: Database.Statement;
+  readonly #bodies: Database.Statement;
   readonly #last: Database.Statement;
   readonly #appendAll: (events: readonly TurnfoldEvent[]) => number[];
   readonly #appendIf: (expected: number, events: readonly TurnfoldEvent[]) => ConditionalAppend;
@@ -149,11 +149,20 @@ export class SqliteLog implements EventLog {
     this.#db = db;
     this.#kysely = kysely;
     this.#pollMs = pollMs;
-    this.#insert = db.prepare("INSERT INTO events (type, at, body) VALUES (?, ?, ?)");
-    this.#page = db.prepare("SELECT seq, body FROM events WHERE seq >= ? ORDER BY seq LIMIT ?");
+    this.#insert = db.prepare("INSERT INTO events (seq, type, at, body) VALUES (?, ?, ?, ?)");
+    this.#page = db.prepare("SELECT body FROM events WHERE seq >= ? ORDER BY seq LIMIT ?");
+    this.#bodies = db.prepare("SELECT body FROM events WHERE seq >= ? ORDER BY seq LIMIT ?").pluck();
     this.#last = db.prepare("SELECT coalesce(max(seq), 0) FROM events").pluck();
-    const insertAll = (events: readonly TurnfoldEvent[]) =>
-      events.map((e) => Number(this.#insert.run(e.type, e.at, JSON.stringify(withoutSeq(e))).lastInsertRowid));
+    // Seqs are assigned inside the write transaction (the lock is held, so max+1 is
+    // ours) and written into the body too: a reader then only has to JSON.parse a row.
+    const insertAll = (events: readonly TurnfoldEvent[]) => {
+      let seq = this.#last.get() as number;
+      return events.map((e) => {
+        seq += 1;
+        this.#insert.run(seq, e.type, e.at, bodyWithSeq(seq, e));
+        return seq;
+      });
+    };
     const all = db.transaction(insertAll);
     const conditional = db.transaction((expected: number, events: readonly TurnfoldEvent[]): ConditionalAppend => {
       const lastSeq = this.#last.get() as number;
@@ -195,10 +204,18 @@ export class SqliteLog implements EventLog {
     return readPaged((o) => this.readPage(o), options);
   }
 
-  /** Synchronous scan of every event from a seq on; the fast path for replay. */
-  *scan(from = 1): Generator<Stored> {
-    const rows = this.#db.prepare("SELECT seq, body FROM events WHERE seq >= ? ORDER BY seq").iterate(from) as Iterable<Row>;
-    for (const row of rows) yield toStored(row);
+  /**
+   * Synchronous scan of every event from a seq on; the fast path for replay. Pages of
+   * bodies come back in one call each (far cheaper than stepping row by row).
+   */
+  *scan(from = 1, pageSize = 5000): Generator<Stored> {
+    let next = from;
+    for (;;) {
+      const bodies = this.#bodies.all(next, pageSize) as string[];
+      for (const body of bodies) yield JSON.parse(body) as Stored;
+      if (bodies.length < pageSize) return;
+      next = (JSON.parse(bodies[bodies.length - 1]!) as Stored).seq + 1;
+    }
   }
 
   async lastSeq(): Promise<number> {
@@ -240,15 +257,12 @@ export class SqliteLog implements EventLog {
   }
 }
 
-/** The log assigns seqs; one carried in from elsewhere is not stored in the body. */
-function withoutSeq(event: TurnfoldEvent): TurnfoldEvent {
-  if (!("seq" in event)) return event;
-  const { seq: _seq, ...rest } = event as Stored;
-  return rest as TurnfoldEvent;
+/** The stored body: the event's JSON with the log's seq first (one carried in is replaced). */
+function bodyWithSeq(seq: number, event: TurnfoldEvent): string {
+  const json = JSON.stringify("seq" in event ? { ...event, seq: undefined } : event);
+  return `{"seq":${seq},${json.slice(1)}`;
 }
 
 function toStored(row: Row): Stored {
-  const event = JSON.parse(row.body) as Stored;
-  (event as { seq: number }).seq = row.seq;
-  return event;
+  return JSON.parse(row.body) as Stored;
 }

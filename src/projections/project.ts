@@ -71,7 +71,8 @@ export class Projection {
         this.#outputs.push({ type: "status", seq: d.seq, session: d.session, member: item.member, status: this.#renderer.title(item) });
       }
     }
-    const members = d.items.map((i) => i.member).filter((m): m is string => m !== null);
+    const members: string[] = [];
+    for (const item of d.items) if (item.member !== null) members.push(item.member);
     this.#outputs.push({
       type: "turn",
       seq: d.seq,

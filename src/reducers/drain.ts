@@ -5,12 +5,13 @@
  * dispatch at once; the CLI keeps batches in its inbox, one per `input.taken`, and
  * checks consumption again when it dispatches.
  */
-import type { DrainConsumer, EventOf, Stored, TurnKind } from "../events/schema.js";
+import type { EventOf, Stored, TurnKind } from "../events/schema.js";
 import type { Decisions, Fate } from "./decisions.js";
 import { isLive, release } from "./ownership.js";
 import type { InboxEntry, Item, Session, State } from "./state.js";
 
-const headless = new Set(["api", "acp", "oneshot"]);
+/** Surfaces whose drains admit nothing here: headless ones (R18) and the gateway (§7). */
+const selfDraining: Record<string, boolean> = { api: true, acp: true, oneshot: true, gateway: true };
 
 export function isCliConsumer(consumer: string): boolean {
   return consumer.startsWith("cli-");
@@ -25,9 +26,9 @@ const kindOf: Record<Item["kind"], TurnKind> = {
 };
 
 /** Why an item can no longer be sent, or undefined while it still can. */
-function moot(state: State, item: Item): Fate | undefined {
+function moot(state: State, item: Item, proc = item.kind === "completion" ? state.processes.get(item.member!) : undefined): Fate | undefined {
   if (item.kind === "completion") {
-    const consumed = state.processes.get(item.member!)?.consumed;
+    const consumed = proc?.consumed;
     if (consumed) return { what: "consumed", act: consumed.act, at: consumed.seq };
   } else if (item.event.type === "delegation.completed" && state.settled.has(item.member!)) {
     return { what: "settled-elsewhere", delegation: item.member!, how: "settled" };
@@ -43,7 +44,7 @@ function noteAll(items: readonly Item[], seq: number, fate: Fate, out: Decisions
 export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions): void {
   const session = state.sessions.get(e.session);
   if (session === undefined || !isLive(session)) return;
-  if (headless.has(session.surface) || session.surface === "gateway") {
+  if (selfDraining[session.surface] === true) {
     // R18: headless surfaces are read on request; the gateway has its own window (§7).
     noteAll(session.queue, e.seq, { what: "headless", session: session.key, surface: session.surface }, out);
     return;
@@ -52,6 +53,7 @@ export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions)
     noteAll(session.queue, e.seq, { what: "busy", session: session.key }, out);
     return;
   }
+  if (session.queue.length === 0 && state.unaddressed.length === 0) return;
   const snapshot = takeSnapshot(state, session, e, out);
   for (const batch of group(snapshot)) {
     if (isCliConsumer(e.consumer)) {
@@ -65,36 +67,38 @@ export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions)
 
 /** R1: every ready, owned, not yet admitted item, in log order. */
 function takeSnapshot(state: State, session: Session, e: Stored<EventOf<"drain">>, out: Decisions): Item[] {
+  const cli = isCliConsumer(e.consumer);
   const taken: Item[] = [];
-  const keepFor = (queue: readonly Item[]): Item[] => {
+  // Returns what stays queued; fills `taken`. One process lookup per item.
+  const sift = (queue: readonly Item[]): Item[] => {
     const kept: Item[] = [];
     for (const item of queue) {
-      const fate = moot(state, item);
+      const proc = item.kind === "completion" ? state.processes.get(item.member!) : undefined;
+      const fate = moot(state, item, proc);
       if (fate) {
         out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate });
         release(state, item);
-      } else if (skipsForPoll(state, item, e.consumer)) {
-        kept.push(item);
-        const pollSeq = state.processes.get(item.member!)!.polledAfterExit!;
+      } else if (cli && proc?.polledAfterExit !== undefined) {
+        const pollSeq = proc.polledAfterExit;
         out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate: { what: "skipped-for-poll", session: session.key, pollSeq } });
+        // An unaddressed completion stays for a session that may take it; an addressed one
+        // can only ever go to this session (R12), whose CLI drains will always skip it.
+        if (item.owner === undefined) kept.push(item);
+        else release(state, item);
       } else {
         taken.push(item);
       }
     }
     return kept;
   };
-  session.queue = keepFor(session.queue);
+  session.queue = session.queue.length > 0 ? sift(session.queue) : session.queue;
   if (state.unaddressed.length > 0) {
-    const kept = keepFor(state.unaddressed);
+    const kept = sift(state.unaddressed);
     state.unaddressed.length = 0;
     state.unaddressed.push(...kept);
     taken.sort((a, b) => a.seq - b.seq);
   }
   return taken;
-}
-
-function skipsForPoll(state: State, item: Item, consumer: DrainConsumer): boolean {
-  return item.kind === "completion" && isCliConsumer(consumer) && state.processes.get(item.member!)?.polledAfterExit !== undefined;
 }
 
 /** R2: runs of completions become one batch; anything else stands alone. */

@@ -14,6 +14,7 @@ function newProc(id: string): Proc {
     command: undefined,
     ownerTask: undefined,
     handoffNote: undefined,
+    context: noContext,
     notify: true,
     watchDisabled: false,
     exited: false,
@@ -22,12 +23,13 @@ function newProc(id: string): Proc {
   };
 }
 
-function contextOf(proc: Proc | undefined, command?: string): ItemContext {
+const noContext: ItemContext = Object.freeze({});
+
+function contextOf(proc: Proc): ItemContext {
   const context: { -readonly [K in keyof ItemContext]: ItemContext[K] } = {};
-  const cmd = command ?? proc?.command;
-  if (cmd !== undefined) context.command = cmd;
-  if (proc?.ownerTask !== undefined) context.ownerTask = proc.ownerTask;
-  if (proc?.handoffNote !== undefined) context.handoffNote = proc.handoffNote;
+  if (proc.command !== undefined) context.command = proc.command;
+  if (proc.ownerTask !== undefined) context.ownerTask = proc.ownerTask;
+  if (proc.handoffNote !== undefined) context.handoffNote = proc.handoffNote;
   return context;
 }
 
@@ -42,6 +44,7 @@ export function processStarted(state: State, e: Stored<EventOf<"process.started"
   proc.ownerTask = e.ownerTask;
   proc.handoffNote = e.handoffNote;
   proc.notify = e.notify;
+  proc.context = contextOf(proc);
   state.processes.set(e.process, proc);
 }
 
@@ -57,14 +60,16 @@ export function processExited(state: State, e: Stored<EventOf<"process.exited">>
     state.processes.delete(e.process);
     return;
   }
-  const item = makeItem("completion", e, e.process, owner, contextOf(proc, e.command));
+  // The exit may name the command when no start was recorded.
+  const context = e.command !== undefined && e.command !== proc.command ? { ...proc.context, command: e.command } : proc.context;
+  const item = makeItem("completion", e, e.process, owner, context);
   if (proc.consumed) {
     // A kill (say) recorded before the exit: the agent already has the result.
     out.note?.({ seq: e.seq, member: e.process, itemSeq: e.seq, fate: { what: "consumed", act: proc.consumed.act, at: proc.consumed.seq } });
     state.processes.delete(e.process);
     return;
   }
-  state.processes.set(e.process, proc);
+  if (known === undefined) state.processes.set(e.process, proc);
   place(state, item, e.seq, out);
 }
 
@@ -87,7 +92,7 @@ export function processNotice(state: State, e: Stored<ProcessItemEvent>, out: De
   const proc = state.processes.get(e.process);
   if (e.type === "watch.disabled" && proc) proc.watchDisabled = true;
   const kind: ItemKind = e.type === "watch.matched" ? "watch" : e.type === "heartbeat" ? "heartbeat" : "diagnostic";
-  place(state, makeItem(kind, e, e.process, proc?.owner, contextOf(proc)), e.seq, out);
+  place(state, makeItem(kind, e, e.process, proc?.owner, proc?.context ?? noContext), e.seq, out);
 }
 
 /** Watch overflow is a diagnostic about no one process: unaddressed. */

@@ -58,6 +58,8 @@ export interface Proc {
   command: string | undefined;
   ownerTask: string | undefined;
   handoffNote: string | undefined;
+  /** Built once at the start and shared by every item of this process (never mutated). */
+  context: ItemContext;
   notify: boolean;
   watchDisabled: boolean;
   exited: boolean;

@@ -36,7 +36,7 @@ export function fateLine(f: Fate & { seq: number }): string {
     case "consumed":
       return `${at}: left out: already consumed by ${f.act} at seq ${f.at}`;
     case "skipped-for-poll":
-      return `${at}: skipped by the CLI drain of ${f.session}: observed by a poll at seq ${f.pollSeq}`;
+      return `${at}: skipped by the CLI drain of ${f.session}: the agent already saw its exit through a poll at seq ${f.pollSeq}`;
     case "busy":
       return `${at}: not admitted: session ${f.session} was busy (a turn was running)`;
     case "headless":

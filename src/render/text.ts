@@ -26,6 +26,11 @@ export function isFailure(e: Exited): boolean {
   return e.reason !== "exited" || (e.exitCode !== 0 && e.exitCode !== null);
 }
 
+/** 12345 → "12,345", without the cost of a locale lookup on the hot path. */
+export function thousands(n: number): string {
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}
+
 function fenced(output: string): string {
   const body = output.endsWith("\n") ? output.slice(0, -1) : output;
   return body === "" ? "(no output)" : body;
@@ -33,17 +38,16 @@ function fenced(output: string): string {
 
 export function completionText(item: Item): string {
   const e = item.event as Exited;
-  const lines = [`Background process ${e.process} ${outcome(e)}.`];
-  if (item.context.command !== undefined) lines.push(`Command: ${item.context.command}`);
-  if (item.context.ownerTask !== undefined) lines.push(`Started for subagent task: ${item.context.ownerTask}`);
-  if (item.context.handoffNote !== undefined) lines.push(`Handoff note: ${item.context.handoffNote}`);
+  const { command, ownerTask, handoffNote } = item.context;
   const cut = e.outputCut ?? 0;
-  lines.push(cut > 0 ? `Output (last ${e.output.length.toLocaleString("en-US")} characters):` : "Output:");
-  lines.push(fenced(e.output));
-  if (cut > 0) {
-    lines.push(`[${cut.toLocaleString("en-US")} earlier characters are not shown; read the whole log of ${e.process} to see them]`);
-  }
-  return lines.join("\n");
+  let text = `Background process ${e.process} ${outcome(e)}.`;
+  if (command !== undefined) text += `\nCommand: ${command}`;
+  if (ownerTask !== undefined) text += `\nStarted for subagent task: ${ownerTask}`;
+  if (handoffNote !== undefined) text += `\nHandoff note: ${handoffNote}`;
+  text += cut > 0 ? `\nOutput (last ${thousands(e.output.length)} characters):\n` : "\nOutput:\n";
+  text += fenced(e.output);
+  if (cut > 0) text += `\n[${thousands(cut)} earlier characters are not shown; read the whole log of ${e.process} to see them]`;
+  return text;
 }
 
 export function batchText(memberTexts: readonly string[], items: readonly Item[]): string {

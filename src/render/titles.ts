@@ -7,6 +7,7 @@ export const titleWidth = 80;
 
 /** Shortens a command to at most `width` characters, keeping its start. */
 export function shortCommand(command: string, width = titleWidth): string {
+  if (command.length <= width && !/\s\s|[\t\n\r]/.test(command)) return command.trim();
   const oneLine = command.replace(/\s+/g, " ").trim();
   return oneLine.length <= width ? oneLine : `${oneLine.slice(0, width - 1)}…`;
 }
