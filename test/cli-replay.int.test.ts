@@ -86,3 +86,14 @@ describe("turnfold explain", () => {
     expect(result.stdout).toContain("no event in this history mentions it");
   });
 });
+
+describe("turnfold demo", () => {
+  it("records a sample session in SQLite, and its recorded dispatches verify", () => {
+    const db = join(dir, "demo.sqlite");
+    const result = cli(["demo", "--db", db]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("6 turns instead of 19");
+    expect(result.stdout).toContain("the recorded dispatches match");
+    expect(cli(["replay", db, "--verify"]).code).toBe(0);
+  });
+});

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** The `turnfold` command. Each command lives in its own file; none holds logic the library lacks. */
 import { Command, CommanderError } from "commander";
+import { demoCommand } from "./demo.js";
 import { explainCommand } from "./explain.js";
 import { exportCommand } from "./export.js";
 import { importCommand } from "./import.js";
@@ -18,6 +19,7 @@ exportCommand(program);
 tailCommand(program);
 replayCommand(program);
 explainCommand(program);
+demoCommand(program);
 
 try {
   await program.parseAsync(process.argv);
