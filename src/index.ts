@@ -19,3 +19,12 @@ export { toRecord, fromRecord, type DispatchRecord } from "./projections/records
 export { createRenderer, defaultRenderer, renderText, type Renderer } from "./render/renderer.js";
 export { explanationText } from "./render/explain.js";
 export { History } from "./testing/history.js";
+export * from "./reducers/ledger.js";
+export { Ledger, type ClaimResult, type Transition, type Recovery, type LedgerOptions } from "./ledger/ledger.js";
+export { processStart, isAlive, currentProcess } from "./ledger/process-identity.js";
+export type { DispatchedTurn, TurnSink, SinkStatusLine } from "./sinks/sink.js";
+export { httpSink, idempotencyHeader, type HttpSinkOptions } from "./sinks/http.js";
+export { callbackSink, jsonlSink, stdoutSink, statusSink } from "./sinks/simple.js";
+export { startReceiver, type Receiver, type ReceiverOptions } from "./sinks/receiver.js";
+export { relay, type RelayOptions } from "./sinks/relay.js";
+export { recordDispatches } from "./projections/record.js";

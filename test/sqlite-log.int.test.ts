@@ -53,7 +53,7 @@ describe("sqlite log file", () => {
     const path = fresh();
     await (await openSqliteLog(path)).close();
     const raw = new Database(path);
-    expect(raw.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("1");
+    expect(raw.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("2");
     raw.prepare("UPDATE meta SET value = '9' WHERE key = 'schema_version'").run();
     raw.close();
     const error = await openError(path);

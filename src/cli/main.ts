@@ -6,6 +6,7 @@ import { explainCommand } from "./explain.js";
 import { exportCommand } from "./export.js";
 import { importCommand } from "./import.js";
 import { replayCommand } from "./replay.js";
+import { relayCommand, sinkCommand } from "./sink.js";
 import { tailCommand } from "./tail.js";
 
 const program = new Command("turnfold")
@@ -20,6 +21,8 @@ tailCommand(program);
 replayCommand(program);
 explainCommand(program);
 demoCommand(program);
+sinkCommand(program);
+relayCommand(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -3,6 +3,7 @@
  * transaction and first re-reads the version inside it: two processes opening a new
  * file at once serialise on the write lock, and the second finds the work done.
  */
+import { randomUUID } from "node:crypto";
 import { sql, type Generated, type Kysely } from "kysely";
 
 export interface EventsTable {
@@ -17,9 +18,24 @@ export interface MetaTable {
   value: string;
 }
 
+export interface LedgerTable {
+  delegation: string;
+  delivery: string | null;
+  updated_at: number;
+  row: string;
+}
+
+export interface DeliveriesTable {
+  record_seq: number;
+  sink: string;
+  delivered_at: number;
+}
+
 export interface LogDatabase {
+  deliveries: DeliveriesTable;
   events: EventsTable;
   meta: MetaTable;
+  ledger: LedgerTable;
 }
 
 export const applicationName = "turnfold";
@@ -57,6 +73,31 @@ export const migrations: readonly Migration[] = [
           .execute(db);
       }
       await db.insertInto("meta").values({ key: "application", value: applicationName }).execute();
+    },
+  },
+  {
+    version: 2,
+    async up(db) {
+      // The delegation ledger, an inline projection of the delegation.* events: it is
+      // written in the same transaction as the events it follows from (R24–R27).
+      await db.schema
+        .createTable("ledger")
+        .addColumn("delegation", "text", (c) => c.primaryKey())
+        .addColumn("delivery", "text")
+        .addColumn("updated_at", "integer", (c) => c.notNull())
+        .addColumn("row", "text", (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex("ledger_delivery").on("ledger").columns(["delivery", "updated_at"]).execute();
+      // Deliveries of dispatch records to sinks: side state of the relay, not events.
+      await db.schema
+        .createTable("deliveries")
+        .addColumn("record_seq", "integer", (c) => c.notNull())
+        .addColumn("sink", "text", (c) => c.notNull())
+        .addColumn("delivered_at", "integer", (c) => c.notNull())
+        .addPrimaryKeyConstraint("deliveries_pk", ["sink", "record_seq"])
+        .execute();
+      // Names this log in idempotency keys, so records of two logs never collide at a receiver.
+      await db.insertInto("meta").values({ key: "log_id", value: randomUUID() }).execute();
     },
   },
 ];

@@ -118,6 +118,9 @@ export const DelegationDispatched = event("delegation.dispatched", {
   role: z.string().optional(),
   model: z.string().optional(),
   uiSession: z.string().optional(),
+  /** Identity of the process running the delegation, so a restart can tell it died (R27). */
+  ownerPid: z.number().int().positive().optional(),
+  ownerStart: z.string().optional(),
 }).refine((e) => e.goal !== undefined || e.goals !== undefined, {
   path: ["goal"],
   message: "a delegation needs `goal` or `goals`",

@@ -18,6 +18,8 @@ import { logError } from "./errors.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type EventLog, type ReadOptions } from "./log.js";
 import { applicationName, latestVersion, migrations, type LogDatabase } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
+import { ledgerTable, type LedgerTable } from "../ledger/table.js";
+import { defaultLedgerPolicy, type LedgerPolicy } from "../reducers/ledger.js";
 
 export interface SqliteLogOptions {
   /** Create the file (and the layout) when missing. Default true. */
@@ -27,6 +29,14 @@ export interface SqliteLogOptions {
   /** How long a writer waits for another process's lock, in ms. Default 15000. */
   readonly busyTimeoutMs?: number;
   readonly synchronous?: "NORMAL" | "FULL";
+  /** Lease, attempt and age limits of the delegation ledger. */
+  readonly ledgerPolicy?: LedgerPolicy;
+}
+
+/** What a transaction body may do: append (seqs assigned at once) and read the last seq. */
+export interface LogTransaction {
+  append(events: readonly TurnfoldEvent[]): number[];
+  lastSeq(): number;
 }
 
 /** Kysely's SQLite driver begins with a plain BEGIN; a writer must take the lock up front. */
@@ -65,7 +75,7 @@ export async function openSqliteLog(path: string, options: SqliteLogOptions = {}
     configure(database, path, options.synchronous ?? "NORMAL");
     const kysely = new Kysely<LogDatabase>({ dialect: new ImmediateDialect(database) });
     await migrate(kysely, database, path, options.create ?? true);
-    return new SqliteLog(database, kysely, options.pollMs ?? 50);
+    return new SqliteLog(database, kysely, options.pollMs ?? 50, options.ledgerPolicy ?? defaultLedgerPolicy);
   } catch (error) {
     database.close();
     throw error;
@@ -143,9 +153,11 @@ export class SqliteLog implements EventLog {
   readonly #last: Database.Statement;
   readonly #appendAll: (events: readonly TurnfoldEvent[]) => number[];
   readonly #appendIf: (expected: number, events: readonly TurnfoldEvent[]) => ConditionalAppend;
+  readonly #transact: <T>(body: (tx: LogTransaction) => T) => T;
+  readonly #ledger: LedgerTable;
   #closed = false;
 
-  constructor(db: Database.Database, kysely: Kysely<LogDatabase>, pollMs: number) {
+  constructor(db: Database.Database, kysely: Kysely<LogDatabase>, pollMs: number, policy: LedgerPolicy) {
     this.#db = db;
     this.#kysely = kysely;
     this.#pollMs = pollMs;
@@ -155,11 +167,15 @@ export class SqliteLog implements EventLog {
     this.#last = db.prepare("SELECT coalesce(max(seq), 0) FROM events").pluck();
     // Seqs are assigned inside the write transaction (the lock is held, so max+1 is
     // ours) and written into the body too: a reader then only has to JSON.parse a row.
+    this.#ledger = ledgerTable(db, policy);
     const insertAll = (events: readonly TurnfoldEvent[]) => {
       let seq = this.#last.get() as number;
       return events.map((e) => {
         seq += 1;
-        this.#insert.run(seq, e.type, e.at, bodyWithSeq(seq, e));
+        const body = bodyWithSeq(seq, e);
+        this.#insert.run(seq, e.type, e.at, body);
+        // The one inline projection: the ledger follows in the same transaction.
+        if (e.type.startsWith("delegation.")) this.#ledger.apply(JSON.parse(body) as Stored);
         return seq;
       });
     };
@@ -169,8 +185,40 @@ export class SqliteLog implements EventLog {
       if (lastSeq !== expected) return { ok: false, code: "conflict", lastSeq };
       return { ok: true, seqs: insertAll(events) };
     });
+    const transaction = db.transaction((body: (tx: LogTransaction) => unknown) =>
+      body({ append: insertAll, lastSeq: () => this.#last.get() as number }),
+    );
+    this.#transact = <T>(body: (tx: LogTransaction) => T) => {
+      const before = this.#last.get() as number;
+      const result = transaction.immediate(body) as T;
+      if ((this.#last.get() as number) !== before) this.#appended.next();
+      return result;
+    };
     this.#appendAll = (events) => all.immediate(events);
     this.#appendIf = (expected, events) => conditional.immediate(expected, events);
+  }
+
+  /**
+   * Runs `body` in one BEGIN IMMEDIATE transaction: what it reads cannot change under it
+   * and what it appends lands with it or not at all. `body` must be synchronous.
+   */
+  transact<T>(body: (tx: LogTransaction) => T): T {
+    return this.#transact(body);
+  }
+
+  /** The delegation ledger table, read from inside or outside a transaction. */
+  get ledger(): LedgerTable {
+    return this.#ledger;
+  }
+
+  /** A random id given to this log file when it was created. */
+  get logId(): string {
+    return String(this.#db.prepare("SELECT value FROM meta WHERE key = 'log_id'").pluck().get());
+  }
+
+  /** The underlying better-sqlite3 handle, for the relay's side tables. */
+  get database(): Database.Database {
+    return this.#db;
   }
 
   /** The kysely handle, for read-only queries of your own. */

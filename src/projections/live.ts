@@ -8,7 +8,7 @@
 import { Observable } from "rxjs";
 import type { EventLog } from "../events/log.js";
 import type { Stored } from "../events/schema.js";
-import { Projection, type Output, type ProjectionOptions, type Turn } from "./project.js";
+import { Projection, type Output, type ProjectionOptions, type StatusLine } from "./project.js";
 import { fromRecord, toRecord, type DispatchRecord } from "./records.js";
 
 export interface LiveOptions extends ProjectionOptions {
@@ -52,9 +52,15 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
       return;
     }
     let index = 0;
+    let statuses: StatusLine[] = [];
     for (const output of projection.push(event)) {
-      if (output.type === "status") emit(output);
-      else pending.set(`${output.seq}:${index}`, toRecord(output as Turn, index++, event.at));
+      if (output.type === "status") {
+        emit(output);
+        statuses.push(output);
+      } else {
+        pending.set(`${output.seq}:${index}`, toRecord(output, index++, event.at, statuses));
+        statuses = [];
+      }
     }
   };
 

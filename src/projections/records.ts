@@ -1,15 +1,17 @@
 /** Dispatch records: a turn as the `notification.dispatched` event that proves it was decided. */
 import type { EventOf, Stored } from "../events/schema.js";
-import type { Turn } from "./project.js";
+import type { StatusLine, Turn } from "./project.js";
 
 export type DispatchRecord = EventOf<"notification.dispatched"> & {
   /** Seq of the drain or `input.taken` that decided it. */
   readonly drainSeq: number;
   /** Its place among the turns that one drain decided. */
   readonly index: number;
+  /** The TUI status lines of its items (R17), for a status sink. */
+  readonly statusLines?: readonly { readonly member: string | null; readonly status: string }[];
 };
 
-export function toRecord(turn: Turn, index: number, at: number): DispatchRecord {
+export function toRecord(turn: Turn, index: number, at: number, statusLines: readonly StatusLine[] = []): DispatchRecord {
   return {
     type: "notification.dispatched",
     at,
@@ -20,6 +22,7 @@ export function toRecord(turn: Turn, index: number, at: number): DispatchRecord 
     text: turn.text,
     drainSeq: turn.seq,
     index,
+    ...(statusLines.length > 0 ? { statusLines: statusLines.map((s) => ({ member: s.member, status: s.status })) } : {}),
   };
 }
 

@@ -1,0 +1,124 @@
+/**
+ * The relay: feeds a sink from the log's dispatch records (R23). Per session the oldest
+ * record goes first and at most one is in flight; a failure backs off (capped,
+ * exponential) for that session only. A record is marked delivered, in its own small
+ * transaction, only after the sink accepted it, and no transaction is open while the
+ * sink is called. A crash between the two means one repeat, with the same key.
+ */
+import type { EventOf, Stored } from "../events/schema.js";
+import type { SqliteLog } from "../events/sqlite-log.js";
+import type { DispatchedTurn, SinkStatusLine, TurnSink } from "./sink.js";
+
+export interface RelayOptions {
+  /** First retry delay after a failure, in ms. Default 100. */
+  readonly initialBackoffMs?: number;
+  /** Retry delays never exceed this, in ms. Default 10000. */
+  readonly maxBackoffMs?: number;
+  /** How often to look for new records, in ms. Default 25. */
+  readonly pollMs?: number;
+  /** Stop once every record is delivered (instead of waiting for more). */
+  readonly untilIdle?: boolean;
+  readonly signal?: AbortSignal;
+  readonly clock?: () => number;
+  /** Told about every failed delivery. */
+  readonly onError?: (turn: DispatchedTurn, error: unknown) => void;
+}
+
+interface Lane {
+  readonly waiting: DispatchedTurn[];
+  busy: boolean;
+  failures: number;
+  retryAt: number;
+}
+
+type Record = Stored<EventOf<"notification.dispatched">> & { statusLines?: SinkStatusLine[] };
+
+export async function relay(log: SqliteLog, sink: TurnSink, options: RelayOptions = {}): Promise<{ delivered: number }> {
+  const db = log.database;
+  const logId = log.logId;
+  const clock = options.clock ?? Date.now;
+  const records = db.prepare("SELECT body FROM events WHERE type = 'notification.dispatched' AND seq > ? ORDER BY seq").pluck();
+  const done = db.prepare("SELECT record_seq FROM deliveries WHERE sink = ?").pluck();
+  const mark = db.prepare("INSERT OR IGNORE INTO deliveries (record_seq, sink, delivered_at) VALUES (?, ?, ?)");
+  const markDelivered = db.transaction((seq: number) => mark.run(seq, sink.name, clock()));
+  const delivered = new Set(done.all(sink.name) as number[]);
+  const lanes = new Map<string, Lane>();
+  let cursor = 0;
+  let count = 0;
+  let inFlight = 0;
+  let wake: (() => void) | undefined;
+
+  const load = () => {
+    for (const body of records.all(cursor) as string[]) {
+      const record = JSON.parse(body) as Record;
+      cursor = record.seq;
+      if (delivered.has(record.seq)) continue;
+      const lane = lanes.get(record.session) ?? { waiting: [], busy: false, failures: 0, retryAt: 0 };
+      lanes.set(record.session, lane);
+      lane.waiting.push(toTurn(logId, record));
+    }
+  };
+
+  const start = (lane: Lane) => {
+    const turn = lane.waiting[0]!;
+    lane.busy = true;
+    inFlight++;
+    sink.deliver(turn).then(
+      () => {
+        markDelivered.immediate(turn.recordSeq);
+        lane.waiting.shift();
+        lane.failures = 0;
+        count++;
+      },
+      (error: unknown) => {
+        lane.failures++;
+        const backoff = Math.min(options.maxBackoffMs ?? 10_000, (options.initialBackoffMs ?? 100) * 2 ** (lane.failures - 1));
+        lane.retryAt = clock() + backoff;
+        options.onError?.(turn, error);
+      },
+    ).finally(() => {
+      lane.busy = false;
+      inFlight--;
+      wake?.();
+    });
+  };
+
+  while (!options.signal?.aborted) {
+    load();
+    const now = clock();
+    let waiting = 0;
+    for (const lane of lanes.values()) {
+      if (lane.waiting.length === 0) continue;
+      waiting++;
+      if (!lane.busy && now >= lane.retryAt) start(lane);
+    }
+    if (options.untilIdle && waiting === 0 && inFlight === 0) break;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(finish, options.pollMs ?? 25);
+      function finish() {
+        clearTimeout(timer);
+        wake = undefined;
+        options.signal?.removeEventListener("abort", finish);
+        resolve();
+      }
+      wake = finish;
+      options.signal?.addEventListener("abort", finish, { once: true });
+    });
+  }
+  // Let deliveries already under way finish and be marked before handing back.
+  while (inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  return { delivered: count };
+}
+
+function toTurn(logId: string, record: Record): DispatchedTurn {
+  return {
+    key: `${logId}:${record.seq}`,
+    recordSeq: record.seq,
+    session: record.session,
+    consumer: record.consumer,
+    kind: record.kind,
+    members: record.members,
+    text: record.text,
+    statusLines: record.statusLines ?? [],
+  };
+}
