@@ -15,6 +15,8 @@ export interface ReceiverOptions {
    * and how many times its key was POSTed before. For testing delivery failures.
    */
   readonly refuse?: (turn: DispatchedTurn, previousPosts: number) => boolean;
+  /** Answer each POST only after this many ms (a slow receiver). */
+  readonly delayMs?: number;
   /** Called once per newly recorded turn. */
   readonly onTurn?: (turn: DispatchedTurn) => void;
 }
@@ -53,7 +55,8 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
     if (request.method === "GET") return answer(response, 200, turns);
     if (request.method !== "POST") return answer(response, 405, { error: "POST a turn, or GET the turns received" });
     readBody(request).then(
-      (text) => {
+      async (text) => {
+        if (options.delayMs) await new Promise((r) => setTimeout(r, options.delayMs));
         let turn: DispatchedTurn;
         try {
           turn = JSON.parse(text) as DispatchedTurn;

@@ -5,8 +5,8 @@
  * transaction, only after the sink accepted it, and no transaction is open while the
  * sink is called. A crash between the two means one repeat, with the same key.
  */
+import type Database from "better-sqlite3";
 import type { EventOf, Stored } from "../events/schema.js";
-import type { SqliteLog } from "../events/sqlite-log.js";
 import type { DispatchedTurn, SinkStatusLine, TurnSink } from "./sink.js";
 
 export interface RelayOptions {
@@ -33,7 +33,13 @@ interface Lane {
 
 type Record = Stored<EventOf<"notification.dispatched">> & { statusLines?: SinkStatusLine[] };
 
-export async function relay(log: SqliteLog, sink: TurnSink, options: RelayOptions = {}): Promise<{ delivered: number }> {
+/** What the relay reads and marks: a SqliteLog is one. */
+export interface RelaySource {
+  readonly database: Database.Database;
+  readonly logId: string;
+}
+
+export async function relay(log: RelaySource, sink: TurnSink, options: RelayOptions = {}): Promise<{ delivered: number }> {
   const db = log.database;
   const logId = log.logId;
   const clock = options.clock ?? Date.now;

@@ -1,0 +1,196 @@
+/** Exactly-once decisions and at-least-once delivery, with real processes, files and sockets (R23–R26). */
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { openSqliteLog, type SqliteLog, type TurnfoldEvent } from "../src/events/index.js";
+import { httpSink, idempotencyHeader } from "../src/sinks/http.js";
+import { startReceiver } from "../src/sinks/receiver.js";
+import { relay } from "../src/sinks/relay.js";
+import { callbackSink } from "../src/sinks/simple.js";
+import type { DispatchedTurn } from "../src/sinks/sink.js";
+import { tempDir } from "./support/tmp.js";
+
+const dir = tempDir();
+let n = 0;
+const fresh = () => join(dir, `delivery-${n++}.sqlite`);
+const fixture = (name: string) => join(import.meta.dirname, "fixtures", name);
+
+function child(script: string, args: readonly string[]) {
+  const proc = spawn(process.execPath, [fixture(script), ...args], { stdio: ["pipe", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+  proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const ready = new Promise<void>((resolve) => proc.stdout.once("data", () => resolve()));
+  const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    proc.on("exit", (code) => resolve({ code, stdout, stderr })),
+  );
+  return { proc, ready, exited };
+}
+
+/** Appends `count` dispatch records spread over `sessions` sessions. */
+async function records(log: SqliteLog, count: number, sessions: number): Promise<void> {
+  const events: TurnfoldEvent[] = Array.from({ length: count }, (_, i) => ({
+    type: "notification.dispatched",
+    at: 1000 + i,
+    session: `s${i % sessions}`,
+    consumer: "tui-poller",
+    kind: "completions",
+    members: [`p${i}`],
+    text: `turn ${i}`,
+  }));
+  await log.append(events);
+}
+
+describe("claim race across processes (R25, R26)", () => {
+  it("4 processes competing for 1,000 completed delegations deliver each exactly once, none left pending", async () => {
+    const path = fresh();
+    const log = await openSqliteLog(path);
+    const events: TurnfoldEvent[] = [];
+    for (let i = 0; i < 1000; i++) {
+      events.push({ type: "delegation.dispatched", at: 1, delegation: `d${i}`, owner: "s1", goal: "g" });
+      events.push({ type: "delegation.completed", at: 2, delegation: `d${i}`, status: "completed" });
+    }
+    await log.append(events);
+    const children = ["a", "b", "c", "d"].map((c) => child("claimer.mjs", [path, c]));
+    await Promise.all(children.map((c) => c.ready));
+    for (const c of children) c.proc.stdin.write("go\n");
+    const results = await Promise.all(children.map((c) => c.exited));
+    const lists = results.map((r) => {
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      return JSON.parse(r.stdout.trim().split("\n").pop()!) as string[];
+    });
+    const all = lists.flat();
+    expect(all).toHaveLength(1000);
+    expect(new Set(all).size).toBe(1000);
+    expect(lists.filter((l) => l.length > 0).length).toBeGreaterThan(1);
+    const delivered = [...log.scan()].filter((e) => e.type === "delegation.delivered");
+    expect(delivered).toHaveLength(1000);
+    expect(log.ledger.byDelivery("pending")).toEqual([]);
+    expect(log.ledger.byDelivery("delivered")).toHaveLength(1000);
+    await log.close();
+  }, 120_000);
+});
+
+describe("the relay", () => {
+  it("survives SIGKILL at random moments over 200 trials: every record arrives, once after dropping repeats by key", async () => {
+    const total = 8000;
+    const path = fresh();
+    const log = await openSqliteLog(path);
+    await records(log, total, 4);
+    const logId = log.logId;
+    await log.close();
+    // A receiver that takes a moment per turn, so the kills land while deliveries run.
+    const receiver = await startReceiver({ delayMs: 2 });
+    const trials = 200;
+    let landedMidRun = 0;
+    for (let trial = 0; trial < trials; trial++) {
+      const before = receiver.turns.length;
+      const run = child("relay.mjs", [path, receiver.url]);
+      await run.ready;
+      await new Promise((r) => setTimeout(r, 60 + Math.random() * 240));
+      run.proc.kill("SIGKILL");
+      const { code } = await run.exited;
+      if (code === null && receiver.turns.length > before) landedMidRun++;
+    }
+    const midway = receiver.turns.length;
+    const last = child("relay.mjs", [path, receiver.url]);
+    expect((await last.exited).code).toBe(0);
+    await receiver.close();
+    expect(midway).toBeLessThan(total);
+    expect(landedMidRun).toBeGreaterThan(trials / 2);
+    expect(receiver.turns).toHaveLength(total);
+    expect(new Set(receiver.turns.map((t) => t.key)).size).toBe(total);
+    expect(receiver.turns.every((t) => t.key === `${logId}:${t.recordSeq}`)).toBe(true);
+    // Oldest first within each session, whatever the crashes did.
+    const bySession = new Map<string, number[]>();
+    for (const t of receiver.turns) bySession.set(t.session, [...(bySession.get(t.session) ?? []), t.recordSeq]);
+    for (const seqs of bySession.values()) expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    const check = await openSqliteLog(path, { create: false });
+    expect(check.database.prepare("SELECT count(*) FROM deliveries").pluck().get()).toBe(total);
+    await check.close();
+  }, 240_000);
+
+  it("keeps delivering to other sessions while one session's deliveries fail, and loses nothing", async () => {
+    const log = await openSqliteLog(fresh());
+    await records(log, 40, 2);
+    let down = true;
+    const arrivals: { session: string; down: boolean }[] = [];
+    const receiver = await startReceiver({
+      refuse: (turn) => down && turn.session === "s0",
+      onTurn: (turn) => arrivals.push({ session: turn.session, down }),
+    });
+    const done = relay(log, httpSink({ url: receiver.url, retries: 0 }), { untilIdle: true, pollMs: 2, initialBackoffMs: 2, maxBackoffMs: 20 });
+    const deadline = Date.now() + 10_000;
+    while (arrivals.filter((a) => a.session === "s1").length < 20 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    expect(arrivals.filter((a) => a.session === "s1")).toHaveLength(20);
+    expect(arrivals.filter((a) => a.session === "s0")).toHaveLength(0);
+    down = false;
+    await done;
+    await receiver.close();
+    expect(arrivals.filter((a) => a.session === "s0" && !a.down)).toHaveLength(20);
+    expect(receiver.posts.size).toBe(40);
+    await log.close();
+  });
+
+  it("sends the oldest record of a session first and never two of one session at once", async () => {
+    const log = await openSqliteLog(fresh());
+    await records(log, 60, 3);
+    const inFlight = new Map<string, number>();
+    let overlap = false;
+    const seen: DispatchedTurn[] = [];
+    await relay(
+      log,
+      callbackSink(async (turn) => {
+        const now = (inFlight.get(turn.session) ?? 0) + 1;
+        inFlight.set(turn.session, now);
+        if (now > 1) overlap = true;
+        await new Promise((r) => setTimeout(r, 1));
+        seen.push(turn);
+        inFlight.set(turn.session, now - 1);
+      }),
+      { untilIdle: true, pollMs: 1 },
+    );
+    expect(overlap).toBe(false);
+    expect(seen).toHaveLength(60);
+    for (const s of ["s0", "s1", "s2"]) {
+      const seqs = seen.filter((t) => t.session === s).map((t) => t.recordSeq);
+      expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    }
+    // A second relay run finds everything delivered and sends nothing.
+    expect(await relay(log, callbackSink(() => { throw new Error("nothing should be sent"); }), { untilIdle: true })).toEqual({ delivered: 0 });
+    await log.close();
+  });
+});
+
+describe("the HTTP sink and the loopback receiver", () => {
+  it("posts JSON with the idempotency key; the receiver drops a repeat; 503 is retried, 400 is not", async () => {
+    let refusals = 0;
+    const receiver = await startReceiver({ refuse: (turn, previous) => turn.recordSeq === 2 && previous === 0 && ++refusals > 0 });
+    const sink = httpSink({ url: receiver.url, retries: 2, retryDelayMs: 1 });
+    const turn = (seq: number): DispatchedTurn => ({
+      key: `log:${seq}`,
+      recordSeq: seq,
+      session: "s",
+      consumer: "tui-poller",
+      kind: "completions",
+      members: ["p"],
+      text: "t",
+      statusLines: [],
+    });
+    await sink.deliver(turn(1));
+    await sink.deliver(turn(1));
+    await sink.deliver(turn(2));
+    expect(receiver.turns.map((t) => t.recordSeq)).toEqual([1, 2]);
+    expect(receiver.repeats).toBe(1);
+    expect(receiver.posts.get("log:2")).toBe(2);
+    const bad = await fetch(receiver.url, { method: "POST", body: "{}", headers: { "content-type": "application/json" } });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()) as unknown).toEqual({ error: `missing ${idempotencyHeader} header` });
+    const listed = (await (await fetch(receiver.url)).json()) as DispatchedTurn[];
+    expect(listed.map((t) => t.key)).toEqual(["log:1", "log:2"]);
+    await receiver.close();
+    await expect(httpSink({ url: receiver.url, retries: 0, timeoutMs: 500 }).deliver(turn(3))).rejects.toThrow();
+  });
+});
