@@ -1,0 +1,70 @@
+/** A process's output: a rolling buffer of the last N characters, ANSI escapes stripped. */
+
+// CSI sequences, OSC sequences (ended by BEL or ST), and lone two-character escapes.
+const ansi = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-Z\\-_]/g;
+
+export function stripAnsi(text: string): string {
+  return text.replace(ansi, "");
+}
+
+export class OutputBuffer {
+  readonly #limit: number;
+  #text = "";
+  /** Characters dropped from the front so far. */
+  #dropped = 0;
+
+  constructor(limit = 200_000) {
+    this.#limit = limit;
+  }
+
+  append(chunk: string): void {
+    this.#text += chunk;
+    const over = this.#text.length - this.#limit;
+    if (over > 0) {
+      this.#text = this.#text.slice(over);
+      this.#dropped += over;
+    }
+  }
+
+  /** Everything ever written, in characters. */
+  get total(): number {
+    return this.#dropped + this.#text.length;
+  }
+
+  /** The last `chars` characters, and how many before them are not included. */
+  tail(chars: number): { text: string; cut: number } {
+    const text = this.#text.slice(Math.max(0, this.#text.length - chars));
+    return { text, cut: this.total - text.length };
+  }
+
+  /** A page by absolute offset; what rolled out of the buffer starts the page later. */
+  read(offset: number, limit: number): { text: string; offset: number; end: number } {
+    const start = Math.max(offset, this.#dropped);
+    const text = this.#text.slice(start - this.#dropped, start - this.#dropped + limit);
+    return { text, offset: start, end: start + text.length };
+  }
+
+  /** Output written since an absolute offset (for heartbeats), at most `chars` of its end. */
+  since(offset: number, chars: number): string {
+    const start = Math.max(offset, this.#dropped) - this.#dropped;
+    const text = this.#text.slice(start);
+    return text.length > chars ? text.slice(-chars) : text;
+  }
+}
+
+/** Splits a stream into whole lines; the last partial line waits for its end. */
+export class LineSplitter {
+  #partial = "";
+
+  push(chunk: string): string[] {
+    const parts = (this.#partial + chunk).split(/\r?\n/);
+    this.#partial = parts.pop() ?? "";
+    return parts;
+  }
+
+  flush(): string[] {
+    const rest = this.#partial;
+    this.#partial = "";
+    return rest === "" ? [] : [rest];
+  }
+}

@@ -1,0 +1,326 @@
+/**
+ * The supervisor (R20–R22): real shell children, their output, and the events they make.
+ * Every event passes through the redactor and is appended in order through one queue.
+ * Exactly one `process.exited` per process, whatever races a kill and the exit; a
+ * command that cannot start is a `failedStart` exit, not an exception.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import type { EventLog } from "../events/log.js";
+import type { TurnfoldEvent } from "../events/schema.js";
+import { LineSplitter, OutputBuffer, stripAnsi } from "./output.js";
+import { createRedactor, type Redactor } from "./redact.js";
+import { WatchLimiter, type WatchEffect, type WatchPolicy } from "./watch.js";
+
+export interface StartOptions {
+  readonly command: string;
+  /** Process id in the log; default `proc-N`. */
+  readonly id?: string;
+  readonly owner?: string;
+  readonly notify?: boolean;
+  readonly watch?: readonly string[];
+  /** Characters of output put in the exit event. Default 2000. */
+  readonly tailChars?: number;
+  readonly ownerTask?: string;
+  readonly handoffNote?: string;
+  /** Heartbeat interval in ms (at least 60000); none by default. */
+  readonly heartbeatMs?: number;
+  readonly cwd?: string;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+export interface SupervisorOptions {
+  readonly log: EventLog;
+  readonly clock?: () => number;
+  readonly redact?: Redactor;
+  /** Rolling buffer size in characters. Default 200000. */
+  readonly bufferChars?: number;
+  /** Time between SIGTERM and SIGKILL, in ms. Default 2000. */
+  readonly killGraceMs?: number;
+  readonly watchPolicy?: WatchPolicy;
+  /**
+   * Run heartbeats and the watch breaker on a real timer (default true). Tests pass
+   * false and call `tick()` with their own clock.
+   */
+  readonly timers?: boolean;
+}
+
+export interface ExitResult {
+  readonly process: string;
+  readonly exitCode: number | null;
+  readonly reason: "exited" | "killed" | "lost" | "failedStart";
+  readonly output: string;
+  readonly outputCut: number;
+}
+
+export type WaitResult = ({ readonly exited: true } & ExitResult) | { readonly exited: false; readonly process: string };
+
+export interface LogPage {
+  readonly text: string;
+  readonly offset: number;
+  /** Offset just past this page. */
+  readonly next: number;
+  readonly total: number;
+  readonly exited: boolean;
+  /** True when the process has exited and this page reaches the end of its output. */
+  readonly atEnd: boolean;
+}
+
+interface Managed {
+  readonly id: string;
+  readonly child: ChildProcess | undefined;
+  readonly buffer: OutputBuffer;
+  readonly splitters: [LineSplitter, LineSplitter];
+  readonly tailChars: number;
+  readonly owner: string | undefined;
+  readonly command: string;
+  readonly heartbeatMs: number | undefined;
+  lastBeatAt: number;
+  beatOffset: number;
+  beats: number;
+  readonly startedAt: number;
+  killSource: string | undefined;
+  result: ExitResult | undefined;
+  readonly exited: Promise<ExitResult>;
+  resolveExit(result: ExitResult): void;
+}
+
+export class Supervisor {
+  readonly #log: EventLog;
+  readonly #clock: () => number;
+  readonly #redact: Redactor;
+  readonly #bufferChars: number;
+  readonly #killGraceMs: number;
+  readonly #watch: WatchLimiter;
+  readonly #processes = new Map<string, Managed>();
+  readonly #timer: NodeJS.Timeout | undefined;
+  #queue: Promise<unknown> = Promise.resolve();
+  #next = 0;
+
+  constructor(options: SupervisorOptions) {
+    this.#log = options.log;
+    this.#clock = options.clock ?? Date.now;
+    this.#redact = options.redact ?? createRedactor();
+    this.#bufferChars = options.bufferChars ?? 200_000;
+    this.#killGraceMs = options.killGraceMs ?? 2000;
+    this.#watch = new WatchLimiter(options.watchPolicy);
+    if (options.timers ?? true) this.#timer = setInterval(() => this.tick(), 1000).unref();
+  }
+
+  /** Appends events in order; every append waits for the ones before it. */
+  #append(events: TurnfoldEvent[]): Promise<void> {
+    const next = this.#queue.then(() => this.#log.append(events));
+    this.#queue = next.catch(() => undefined);
+    return next.then(() => undefined);
+  }
+
+  /** Resolves once every event so far is in the log. */
+  flush(): Promise<void> {
+    return this.#queue.then(() => undefined);
+  }
+
+  start(options: StartOptions): string {
+    const id = options.id ?? `proc-${++this.#next}`;
+    if (this.#processes.has(id)) throw new Error(`a process with id ${id} is already supervised`);
+    const now = this.#clock();
+    const command = this.#redact(options.command);
+    void this.#append([
+      {
+        type: "process.started",
+        at: now,
+        process: id,
+        command,
+        notify: options.notify ?? true,
+        ...(options.owner !== undefined ? { owner: options.owner } : {}),
+        ...(options.watch?.length ? { watch: [...options.watch] } : {}),
+        ...(options.ownerTask !== undefined ? { ownerTask: options.ownerTask } : {}),
+        ...(options.handoffNote !== undefined ? { handoffNote: this.#redact(options.handoffNote) } : {}),
+      },
+    ]);
+    let child: ChildProcess | undefined;
+    let spawnError: Error | undefined;
+    try {
+      // Its own process group, so a kill reaches what the shell started too.
+      child = spawn("sh", ["-c", options.command], {
+        cwd: options.cwd,
+        env: options.env ?? process.env,
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true,
+      });
+    } catch (error) {
+      spawnError = error as Error;
+    }
+    let resolveExit!: (r: ExitResult) => void;
+    const managed: Managed = {
+      id,
+      child,
+      buffer: new OutputBuffer(this.#bufferChars),
+      splitters: [new LineSplitter(), new LineSplitter()],
+      tailChars: options.tailChars ?? 2000,
+      owner: options.owner,
+      command,
+      heartbeatMs: options.heartbeatMs === undefined ? undefined : Math.max(60_000, options.heartbeatMs),
+      lastBeatAt: now,
+      beatOffset: 0,
+      beats: 0,
+      startedAt: now,
+      killSource: undefined,
+      result: undefined,
+      exited: new Promise<ExitResult>((resolve) => (resolveExit = resolve)),
+      resolveExit: (r) => resolveExit(r),
+    };
+    this.#processes.set(id, managed);
+    if (options.watch?.length) this.#watch.watch(id, options.watch);
+    if (child === undefined) {
+      this.#finish(managed, null, "failedStart", spawnError?.message);
+      return id;
+    }
+    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => this.#output(managed, 0, chunk));
+    child.stderr!.setEncoding("utf8").on("data", (chunk: string) => this.#output(managed, 1, chunk));
+    // `error` without a spawn means it never started (a missing cwd, say); `close` comes
+    // after the streams are drained, so the exit event carries all the output.
+    child.once("error", (error) => {
+      if (child.pid === undefined) this.#finish(managed, null, "failedStart", error.message);
+    });
+    child.once("close", (code, signal) => {
+      for (const which of [0, 1] as const) for (const line of managed.splitters[which].flush()) this.#line(managed, line);
+      if (signal !== null) this.#finish(managed, null, "killed", managed.killSource ?? `signal ${signal}`);
+      else this.#finish(managed, code, "exited");
+    });
+    return id;
+  }
+
+  #output(m: Managed, which: 0 | 1, chunk: string): void {
+    const clean = stripAnsi(chunk);
+    m.buffer.append(clean);
+    for (const line of m.splitters[which].push(clean)) this.#line(m, line);
+  }
+
+  #line(m: Managed, line: string): void {
+    if (m.result !== undefined) return;
+    const effects = this.#watch.line(m.id, line, this.#clock());
+    if (effects.length > 0) void this.#append(effects.map((e) => this.#watchEvent(e)));
+  }
+
+  #watchEvent(effect: WatchEffect): TurnfoldEvent {
+    const at = this.#clock();
+    if (effect.type === "watch.matched") return { ...effect, at, output: this.#redact(effect.output) };
+    return { ...effect, at };
+  }
+
+  #finish(m: Managed, exitCode: number | null, reason: ExitResult["reason"], source?: string): void {
+    // Exactly one exit per process, whichever of close, error or kill gets here first.
+    if (m.result !== undefined) return;
+    this.#watch.forget(m.id);
+    const tail = m.buffer.tail(m.tailChars);
+    const output = this.#redact(reason === "failedStart" && tail.text === "" && source ? source : tail.text);
+    const result: ExitResult = { process: m.id, exitCode, reason, output, outputCut: tail.cut };
+    m.result = result;
+    void this.#append([
+      {
+        type: "process.exited",
+        at: this.#clock(),
+        process: m.id,
+        exitCode,
+        reason,
+        output,
+        ...(tail.cut > 0 ? { outputCut: tail.cut } : {}),
+        ...(source !== undefined && reason !== "exited" ? { terminationSource: source } : {}),
+        ...(m.owner !== undefined ? { owner: m.owner } : {}),
+        command: m.command,
+      },
+    ]).then(() => m.resolveExit(result));
+  }
+
+  #get(id: string): Managed {
+    const m = this.#processes.get(id);
+    if (m === undefined) throw new Error(`no supervised process ${id}`);
+    return m;
+  }
+
+  /** Resolves when the process has exited and its exit event is in the log (no consumption). */
+  exited(id: string): Promise<ExitResult> {
+    return this.#get(id).exited;
+  }
+
+  /** R22: waits up to `timeoutMs`; an exit returned to the caller is consumed. */
+  async wait(id: string, timeoutMs: number): Promise<WaitResult> {
+    const m = this.#get(id);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
+    const result = await Promise.race([m.exited, timeout]);
+    clearTimeout(timer);
+    if (result === undefined) return { exited: false, process: id };
+    await this.#append([{ type: "process.consumed", at: this.#clock(), process: id, act: "wait" }]);
+    return { exited: true, ...result };
+  }
+
+  /** R22: a page of output; it consumes only when the process has exited and the page reaches the end. */
+  async log(id: string, page: { offset?: number; limit?: number } = {}): Promise<LogPage> {
+    const m = this.#get(id);
+    const { text, offset, end } = m.buffer.read(page.offset ?? 0, page.limit ?? 10_000);
+    const exited = m.result !== undefined;
+    const atEnd = exited && end >= m.buffer.total;
+    if (atEnd) await this.#append([{ type: "process.consumed", at: this.#clock(), process: id, act: "log" }]);
+    return { text: this.#redact(text), offset, next: end, total: m.buffer.total, exited, atEnd };
+  }
+
+  /** R22: SIGTERM, then SIGKILL after the grace period; returns the exit, consumed as a kill. */
+  async kill(id: string, source = "kill"): Promise<ExitResult> {
+    const result = await this.#terminate(this.#get(id), source);
+    await this.#append([{ type: "process.consumed", at: this.#clock(), process: id, act: "kill" }]);
+    return result;
+  }
+
+  async #terminate(m: Managed, source: string): Promise<ExitResult> {
+    if (m.result === undefined && m.child !== undefined) {
+      m.killSource = source;
+      signalGroup(m.child, "SIGTERM");
+      const hard = setTimeout(() => signalGroup(m.child!, "SIGKILL"), this.#killGraceMs);
+      await m.exited;
+      clearTimeout(hard);
+    }
+    return m.exited;
+  }
+
+  /** R22: an observation, never a consumption. */
+  async poll(id: string): Promise<{ running: boolean; exit: ExitResult | undefined; total: number }> {
+    const m = this.#get(id);
+    await this.#append([{ type: "process.polled", at: this.#clock(), process: id }]);
+    return { running: m.result === undefined, exit: m.result, total: m.buffer.total };
+  }
+
+  /** Heartbeats and the watch breaker's release; runs on a timer unless `timers: false`. */
+  tick(): void {
+    const now = this.#clock();
+    const effects = this.#watch.tick(now).map((e) => this.#watchEvent(e));
+    const beats: TurnfoldEvent[] = [];
+    for (const m of this.#processes.values()) {
+      if (m.result !== undefined || m.heartbeatMs === undefined || now - m.lastBeatAt < m.heartbeatMs) continue;
+      // Only new output, and no beat at all when nothing new was written.
+      if (m.buffer.total === m.beatOffset) continue;
+      const output = this.#redact(m.buffer.since(m.beatOffset, m.tailChars));
+      m.beatOffset = m.buffer.total;
+      m.lastBeatAt = now;
+      m.beats++;
+      beats.push({ type: "heartbeat", at: now, process: m.id, beat: m.beats, elapsedMs: now - m.startedAt, intervalMs: m.heartbeatMs, output });
+    }
+    if (effects.length + beats.length > 0) void this.#append([...effects, ...beats]);
+  }
+
+  /** Kills what still runs and waits for every event to be appended. */
+  async close(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    // Not a consumption: the agent never saw these results.
+    await Promise.all([...this.#processes.values()].filter((m) => m.result === undefined).map((m) => this.#terminate(m, "supervisor closing")));
+    await this.flush();
+  }
+}
+
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    if (child.pid !== undefined) process.kill(-child.pid, signal);
+  } catch {
+    // The group is gone already (or never formed): signal the shell itself.
+    child.kill(signal);
+  }
+}
