@@ -1,0 +1,201 @@
+/** The supervisor with real shell children and a real SQLite log (R20–R22). */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { openSqliteLog, type SqliteLog, type Stored } from "../src/events/index.js";
+import { replay } from "../src/projections/replay.js";
+import { Supervisor } from "../src/supervisor/supervisor.js";
+import { tempDir } from "./support/tmp.js";
+
+const dir = tempDir();
+let n = 0;
+
+async function setup(options: { clock?: () => number; timers?: boolean; killGraceMs?: number } = {}) {
+  const path = join(dir, `sup-${n++}.sqlite`);
+  const log = await openSqliteLog(path);
+  const supervisor = new Supervisor({ log, ...options });
+  const events = async () => {
+    await supervisor.flush();
+    return [...log.scan()];
+  };
+  return { path, log, supervisor, events };
+}
+
+const ofType = (events: Stored[], type: string) => events.filter((e) => e.type === type) as (Stored & Record<string, unknown>)[];
+const gate = (name: string) => join(dir, name);
+const waitFor = (file: string) => `while [ ! -f ${file} ]; do sleep 0.01; done`;
+
+async function finish(log: SqliteLog, supervisor: Supervisor) {
+  await supervisor.close();
+  await log.close();
+}
+
+describe("exits (R20)", () => {
+  it("records one exit with code, command, owner and output tail", async () => {
+    const { log, supervisor, events } = await setup();
+    const id = supervisor.start({ command: "echo hello; echo oops >&2; exit 3", owner: "s1" });
+    const result = await supervisor.exited(id);
+    expect(result).toMatchObject({ exitCode: 3, reason: "exited", outputCut: 0 });
+    expect(result.output).toContain("hello\n");
+    expect(result.output).toContain("oops\n");
+    const [started] = ofType(await events(), "process.started");
+    expect(started).toMatchObject({ process: id, owner: "s1", command: "echo hello; echo oops >&2; exit 3", notify: true });
+    expect(ofType(await events(), "process.exited")).toHaveLength(1);
+    await finish(log, supervisor);
+  });
+
+  it("keeps the last 2,000 characters (configurable) and counts what was cut; ANSI escapes are stripped", async () => {
+    const { log, supervisor } = await setup();
+    const big = supervisor.start({ command: "i=0; while [ $i -lt 3000 ]; do printf '%099d\\n' $i; i=$((i+1)); done" });
+    const small = supervisor.start({ command: "printf '\\033[31mred\\033[0m and plain\\n'", tailChars: 5 });
+    const r1 = await supervisor.exited(big);
+    expect(r1.output).toHaveLength(2000);
+    expect(r1.outputCut).toBe(300_000 - 2000);
+    const r2 = await supervisor.exited(small);
+    expect(r2).toMatchObject({ output: "lain\n", outputCut: 9 });
+    await finish(log, supervisor);
+  });
+
+  it("a command that cannot start is a failedStart exit, not a crash", async () => {
+    const { log, supervisor } = await setup();
+    const id = supervisor.start({ command: "echo never", cwd: join(dir, "no-such-folder") });
+    expect(await supervisor.exited(id)).toMatchObject({ reason: "failedStart", exitCode: null });
+    await finish(log, supervisor);
+  });
+
+  it("appends exactly one exit when a kill races the exit, every time", async () => {
+    const { log, supervisor, events } = await setup({ killGraceMs: 200 });
+    const ids = Array.from({ length: 20 }, (_, i) => supervisor.start({ command: i % 2 ? "exit 0" : "sleep 0.01" }));
+    await Promise.all(ids.map((id) => supervisor.kill(id)));
+    const exits = ofType(await events(), "process.exited");
+    expect(exits.map((e) => e["process"]).sort()).toEqual([...ids].sort());
+    await finish(log, supervisor);
+  });
+});
+
+describe("acts (R22)", () => {
+  it("wait returns the exit and consumes it; a wait that times out consumes nothing", async () => {
+    const { log, supervisor, events } = await setup();
+    const release = gate("wait-release");
+    const id = supervisor.start({ command: `${waitFor(release)}; echo done`, owner: "s1" });
+    expect(await supervisor.wait(id, 50)).toEqual({ exited: false, process: id });
+    writeFileSync(release, "");
+    expect(await supervisor.wait(id, 10_000)).toMatchObject({ exited: true, exitCode: 0, output: "done\n" });
+    expect(ofType(await events(), "process.consumed").map((e) => e["act"])).toEqual(["wait"]);
+    await finish(log, supervisor);
+  });
+
+  it("log consumes only when the process has exited and the page reaches the end", async () => {
+    const { log, supervisor, events } = await setup();
+    const release = gate("log-release");
+    const id = supervisor.start({ command: `echo first; ${waitFor(release)}; echo second` });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await supervisor.log(id)).toMatchObject({ text: "first\n", exited: false, atEnd: false });
+    writeFileSync(release, "");
+    await supervisor.exited(id);
+    expect(await supervisor.log(id, { offset: 0, limit: 6 })).toMatchObject({ text: "first\n", atEnd: false, next: 6 });
+    expect(ofType(await events(), "process.consumed")).toHaveLength(0);
+    expect(await supervisor.log(id, { offset: 6 })).toMatchObject({ text: "second\n", atEnd: true });
+    expect(ofType(await events(), "process.consumed").map((e) => e["act"])).toEqual(["log"]);
+    await finish(log, supervisor);
+  });
+
+  it("kill sends SIGTERM then SIGKILL after the grace period, reaches the shell's children, and consumes", async () => {
+    const { log, supervisor, events } = await setup({ killGraceMs: 100 });
+    const stubborn = supervisor.start({ command: "trap '' TERM; sleep 30" });
+    const plain = supervisor.start({ command: "sleep 30; echo unreachable" });
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    const [a, b] = await Promise.all([supervisor.kill(stubborn, "user"), supervisor.kill(plain, "user")]);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(a).toMatchObject({ reason: "killed", exitCode: null });
+    expect(b).toMatchObject({ reason: "killed", exitCode: null });
+    const exits = ofType(await events(), "process.exited");
+    expect(exits.map((e) => e["terminationSource"])).toEqual(["user", "user"]);
+    expect(ofType(await events(), "process.consumed").map((e) => e["act"])).toEqual(["kill", "kill"]);
+    await finish(log, supervisor);
+  });
+
+  it("poll appends an observation, never a consumption", async () => {
+    const { log, supervisor, events } = await setup();
+    const id = supervisor.start({ command: "exit 0" });
+    await supervisor.exited(id);
+    expect(await supervisor.poll(id)).toMatchObject({ running: false, exit: { exitCode: 0 } });
+    expect(ofType(await events(), "process.polled")).toHaveLength(1);
+    expect(ofType(await events(), "process.consumed")).toHaveLength(0);
+    await finish(log, supervisor);
+  });
+});
+
+describe("watches and heartbeats (R21)", () => {
+  it("a real child's matching lines become watch hits; disabled watching makes a quiet process notify on exit", async () => {
+    // Every reading of this clock is six seconds later: lines land inside and after cooldowns.
+    let now = 0;
+    const { log, supervisor, events } = await setup({ clock: () => (now += 6000), timers: false });
+    await log.append([{ type: "session.opened", at: 0, session: "s1", surface: "tui" }]);
+    const id = supervisor.start({
+      command: `echo 'no match'; i=0; while [ $i -lt 12 ]; do echo "ERROR $i"; i=$((i+1)); done`,
+      owner: "s1",
+      notify: false,
+      watch: ["ERROR"],
+    });
+    await supervisor.exited(id);
+    const all = await events();
+    const hits = ofType(all, "watch.matched");
+    expect(hits.length).toBeGreaterThanOrEqual(2);
+    expect(hits[0]).toMatchObject({ pattern: "ERROR", output: "ERROR 0", suppressed: 0 });
+    expect(hits.slice(1).every((h) => (h["suppressed"] as number) > 0)).toBe(true);
+    expect(ofType(all, "watch.disabled")).toMatchObject([{ reason: "strikes" }]);
+    await log.append([{ type: "drain", at: now, session: "s1", consumer: "tui-poller" }]);
+    const kinds = replay(log.scan()).turns.map((t) => t.kind);
+    expect(kinds).toEqual([...hits.map(() => "watch"), "diagnostic", "completions"]);
+    await finish(log, supervisor);
+  });
+
+  it("heartbeats carry only new output, at least 60 s apart, and none when nothing new was written", async () => {
+    let now = 0;
+    const { log, supervisor, events } = await setup({ clock: () => now, timers: false });
+    const g1 = gate("hb-1");
+    const g2 = gate("hb-2");
+    const id = supervisor.start({ command: `echo a; ${waitFor(g1)}; echo b; ${waitFor(g2)}`, heartbeatMs: 1000 });
+    await new Promise((r) => setTimeout(r, 150));
+    now = 30_000;
+    supervisor.tick();
+    now = 60_000;
+    supervisor.tick();
+    now = 120_000;
+    supervisor.tick(); // nothing new since the last beat
+    writeFileSync(g1, "");
+    const deadline = Date.now() + 5000;
+    while ((await supervisor.poll(id)).total < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    now = 150_000;
+    supervisor.tick();
+    writeFileSync(g2, "");
+    await supervisor.exited(id);
+    const beats = ofType(await events(), "heartbeat");
+    expect(beats.map((b) => [b["beat"], b["output"], b["elapsedMs"], b["intervalMs"]])).toEqual([
+      [1, "a\n", 60_000, 60_000],
+      [2, "b\n", 150_000, 60_000],
+    ]);
+    await finish(log, supervisor);
+  });
+});
+
+describe("secrets (redaction)", () => {
+  it("a token printed by a child, or put in its command, never reaches the SQLite file", async () => {
+    const { path, log, supervisor } = await setup();
+    const token = "ghp_Zx81qLmN0pQrStUvWxYz0123456789abcd";
+    const key = "sk-live-9f8e7d6c5b4a39281706f5e4";
+    const id = supervisor.start({
+      command: `API_KEY=${key} sh -c 'echo "using token ${token}"; echo "Authorization: Bearer ${token}"; echo "password=${token}"'`,
+      watch: ["token"],
+    });
+    await supervisor.wait(id, 10_000);
+    await finish(log, supervisor);
+    const bytes = [path, `${path}-wal`].filter(existsSync).map((f) => readFileSync(f).toString("latin1")).join("");
+    expect(bytes).toContain("[redacted]");
+    expect(bytes).not.toContain(token);
+    expect(bytes).not.toContain(key);
+    expect(bytes).not.toContain(token.slice(4, 24));
+  });
+});
