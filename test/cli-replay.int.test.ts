@@ -97,3 +97,19 @@ describe("turnfold demo", () => {
     expect(cli(["replay", db, "--verify"]).code).toBe(0);
   });
 });
+
+describe("turnfold probe", () => {
+  it("runs every scenario on every consumer as SPEC says and writes the report with every field", () => {
+    const report = join(dir, "probe.json");
+    const result = cli(["probe", report]);
+    expect(result.stderr).toContain("probe 15/15");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("15/15 runs as specified");
+    const { runs } = JSON.parse(readFileSync(report, "utf8")) as { runs: Record<string, unknown>[] };
+    expect(runs).toHaveLength(15);
+    const fields = ["surface", "scenario", "children", "wireTurns", "naiveTurns", "texts", "payloadOrder", "allPayloadsPreserved", "singleExact", "queueRemaining", "statusEvents", "delegationDeliveredOnce"];
+    for (const run of runs) for (const field of fields) expect(run, field).toHaveProperty(field);
+    const mixed = runs.find((r) => r["scenario"] === "mixed" && r["surface"] === "cli")!;
+    expect(mixed["payloadOrder"]).toEqual([0, 0, 0, 0, 1, 2, 2, 2, 2, 3, 4, 4, 4, 4]);
+  }, 120_000);
+});

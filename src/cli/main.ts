@@ -5,6 +5,7 @@ import { demoCommand } from "./demo.js";
 import { explainCommand } from "./explain.js";
 import { exportCommand } from "./export.js";
 import { importCommand } from "./import.js";
+import { probeCommand } from "./probe.js";
 import { replayCommand } from "./replay.js";
 import { relayCommand, sinkCommand } from "./sink.js";
 import { tailCommand } from "./tail.js";
@@ -21,6 +22,7 @@ tailCommand(program);
 replayCommand(program);
 explainCommand(program);
 demoCommand(program);
+probeCommand(program);
 sinkCommand(program);
 relayCommand(program);
 
