@@ -297,3 +297,22 @@ describe("process and delegation details", () => {
     expect(brief(h)).toEqual(["delegation:d1", "completions:p1,p2"]);
   });
 });
+
+describe("pinned: bugs the property suites found", () => {
+  it("a retired key compressed a second time keeps its first lineage (found by R11/R14)", () => {
+    const h = new History().open("s0", "cli").compress("s0", "s0c1").start("p2", "s0").watch("p2");
+    h.compress("s0", "s0c3").drain("s0c1", "cli-idle").input("s0c1").drain("s0c3", "cli-idle").input("s0c3");
+    expect(turnsOf(h).map((t) => `${t.session}:${t.kind}`)).toEqual(["s0c1:watch"]);
+  });
+
+  it("a session closed for a timeout, then by the user, drops what was parked for it (found by R13)", () => {
+    const h = new History().open("s0", "cli").close("s0", "timeout").start("p1", "s0").watch("p1");
+    h.close("s0", "user").open("s0", "cli").drain("s0", "cli-idle").input("s0");
+    expect(turnsOf(h)).toEqual([]);
+  });
+
+  it("an unaddressed item admitted by a CLI session that closes goes back for others", () => {
+    const h = new History().open("a", "cli").open("b", "tui").completions(undefined, ["u1"]).drain("a", "cli-idle").close("a", "user").drain("b");
+    expect(turnsOf(h).map((t) => `${t.session}:${t.members}`)).toEqual(["b:u1"]);
+  });
+});

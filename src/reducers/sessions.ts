@@ -1,7 +1,7 @@
 /** Sessions: opening and resuming, extra keys, compression lineage, closing, busy turns. */
 import type { EventOf, Stored } from "../events/schema.js";
 import type { Decisions } from "./decisions.js";
-import { insertInOrder, place, unpark } from "./ownership.js";
+import { insertInOrder, lineageTip, place, release, unpark } from "./ownership.js";
 import type { Session, State } from "./state.js";
 
 function newSession(key: string, from?: Session): Session {
@@ -34,6 +34,8 @@ export function sessionOpened(state: State, e: Stored<EventOf<"session.opened">>
 
 export function sessionCompressed(state: State, e: Stored<EventOf<"session.compressed">>, out: Decisions): void {
   if (e.session === e.successor) return;
+  // A key already retired keeps its first lineage: a second successor cannot be proven.
+  if (state.sessions.get(e.session)?.successor !== undefined) return;
   const retired = state.sessions.get(e.session) ?? newSession(e.session);
   state.sessions.set(e.session, retired);
   const successor = state.sessions.get(e.successor) ?? newSession(e.successor, retired);
@@ -58,17 +60,28 @@ export function sessionCompressed(state: State, e: Stored<EventOf<"session.compr
 
 export function sessionClosed(state: State, e: Stored<EventOf<"session.closed">>, out: Decisions): void {
   const session = state.sessions.get(e.session);
-  if (session === undefined || session.closed !== undefined) return;
+  if (session === undefined) return;
+  if (session.closed !== undefined) {
+    // Closed for idleness, then by the user: what was parked for it is now terminal (R13).
+    if (e.reason === "user" && session.closed !== "user") {
+      session.closed = "user";
+      dropParkedFor(state, session, e.seq, out);
+    }
+    return;
+  }
   session.closed = e.reason;
   session.busy = false;
   const waiting = [...session.queue, ...session.inbox.flatMap((entry) => entry.items)];
   session.queue = [];
   session.inbox = [];
   // Placing again drops them (closed by the user) or parks them for a resumed owner (R13).
+  if (e.reason === "user") dropParkedFor(state, session, e.seq, out);
   for (const item of waiting.sort((a, b) => a.seq - b.seq)) {
     if (item.owner === undefined) {
-      // An unaddressed item this session had admitted: it never belonged to it.
+      // An unaddressed item this session had admitted never belonged to it: it goes back
+      // for another session, rather than being lost with this one.
       insertInOrder(state.unaddressed, item);
+      out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate: { what: "unaddressed" } });
       continue;
     }
     place(state, item, e.seq, out);
@@ -78,4 +91,13 @@ export function sessionClosed(state: State, e: Stored<EventOf<"session.closed">>
 export function turnBoundary(state: State, e: Stored<EventOf<"turn.started"> | EventOf<"turn.ended">>): void {
   const session = state.sessions.get(e.session);
   if (session) session.busy = e.type === "turn.started";
+}
+
+function dropParkedFor(state: State, session: Session, seq: number, out: Decisions): void {
+  for (const item of [...state.parked]) {
+    if (lineageTip(state, item.owner!) !== session) continue;
+    state.parked.splice(state.parked.indexOf(item), 1);
+    out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what: "dropped", owner: item.owner! } });
+    release(state, item);
+  }
 }

@@ -1,0 +1,45 @@
+/** Ownership (R11–R14): no item ever reaches a session that cannot prove it owns it. */
+import { test } from "@fast-check/vitest";
+import { expect } from "vitest";
+import { histories } from "../src/arbitraries/index.js";
+import { itemOwner, ownerAt, processOwner, traced, turnItems } from "./support/oracle.js";
+
+test.prop([histories({ mix: { compress: 3, open: 3 } })])("R11/R14: every process item reaches only the session its owner key resolves to, across any compression chain", (events) => {
+  for (const turn of traced(events).turns) {
+    if (turn.kind === "delegation" || turn.kind === "diagnostic") continue;
+    for (const member of turn.members) {
+      const owner = processOwner(events, member);
+      if (owner === undefined) continue; // unaddressed: any draining session may take it (R12)
+      expect(ownerAt(events, owner, turn.seq), `${member} owned by ${owner}`).toBe(turn.session);
+    }
+  }
+});
+
+test.prop([histories({ mix: { delegate: 4, compress: 2 } })])("R11: a delegation reaches only its owner's lineage", (events) => {
+  for (const turn of traced(events).turns) {
+    if (turn.kind !== "delegation") continue;
+    const dispatched = events.find((e) => e.type === "delegation.dispatched" && e.delegation === turn.members[0]);
+    expect(dispatched).toBeDefined();
+    if (dispatched?.type === "delegation.dispatched") expect(ownerAt(events, dispatched.owner, turn.seq)).toBe(turn.session);
+  }
+});
+
+test.prop([histories()])("R12: items owned by a live session that never drains stay queued for it", (events) => {
+  const t = traced(events);
+  const drained = new Set(events.filter((e) => e.type === "drain").map((e) => (e as { session: string }).session));
+  for (const [key, session] of t.projection.state.sessions) {
+    if (drained.has(key)) continue;
+    for (const item of session.queue) expect(t.turns.some((x) => x.members.includes(item.member ?? "") && x.seq > item.seq && x.kind === "completions" && item.kind === "completion")).toBe(false);
+  }
+});
+
+test.prop([histories({ mix: { close: 4 } })])("R13: an item waiting when its owner's session is closed by the user is never delivered afterwards", (events) => {
+  const t = traced(events);
+  for (const [turn, seqs] of turnItems(t)) {
+    for (const seq of seqs) {
+      if (itemOwner(events, seq) === undefined) continue; // unaddressed: never tied to this session
+      const closed = events.some((e) => e.type === "session.closed" && e.reason === "user" && e.session === turn.session && e.seq > seq && e.seq < turn.seq);
+      expect(closed, `item ${seq} outlived a user close of ${turn.session}`).toBe(false);
+    }
+  }
+});

@@ -1,0 +1,132 @@
+/**
+ * Independent, deliberately plain readings of a history, used to check the projection's
+ * turns: who owns what (R11), which sessions were busy (R15), what was consumed when.
+ */
+import type { Stored } from "../../src/events/index.js";
+import type { Note } from "../../src/reducers/index.js";
+import { Projection, type Output, type StatusLine, type Turn } from "../../src/projections/project.js";
+
+export interface Traced {
+  readonly turns: Turn[];
+  readonly statusLines: StatusLine[];
+  readonly outputs: Output[];
+  readonly notes: Note[];
+  readonly projection: Projection;
+}
+
+export function traced(events: readonly Stored[]): Traced {
+  const notes: Note[] = [];
+  const projection = new Projection({ trace: (n) => notes.push(n) });
+  const outputs: Output[] = [];
+  for (const e of events) outputs.push(...projection.push(e));
+  return {
+    outputs,
+    turns: outputs.filter((o): o is Turn => o.type === "turn"),
+    statusLines: outputs.filter((o): o is StatusLine => o.type === "status"),
+    notes,
+    projection,
+  };
+}
+
+/** The session a key resolves to just before `seq`, by following extra keys and compressions. */
+export function ownerAt(events: readonly Stored[], key: string, seq: number): string {
+  const aliases = new Map<string, string>();
+  const sessions = new Set<string>();
+  const successor = new Map<string, string>();
+  for (const e of events) {
+    if (e.seq >= seq) break;
+    if (e.type === "session.opened") {
+      sessions.add(e.session);
+      for (const k of e.keys ?? []) if (!aliases.has(k) && !sessions.has(k)) aliases.set(k, e.session);
+    }
+    if (e.type === "session.compressed" && e.session !== e.successor && !successor.has(e.session)) successor.set(e.session, e.successor);
+  }
+  let at = aliases.get(key) ?? key;
+  for (let hops = 0; successor.has(at) && hops < 1000; hops++) at = successor.get(at)!;
+  return at;
+}
+
+/** The addressed owner of a process's items: the exit's owner, else the start's. */
+export function processOwner(events: readonly Stored[], process: string): string | undefined {
+  let owner: string | undefined;
+  for (const e of events) {
+    if (e.type === "process.started" && e.process === process) owner = e.owner;
+    if (e.type === "process.exited" && e.process === process && e.owner !== undefined) owner = e.owner;
+  }
+  return owner;
+}
+
+/**
+ * Whether a session was between turn.started and turn.ended at `seq`. A live session's
+ * successor continues its turn; closing a session ends it.
+ */
+export function busyAt(events: readonly Stored[], session: string, seq: number): boolean {
+  const busy = new Map<string, boolean>();
+  const live = new Map<string, boolean>();
+  const retired = new Set<string>();
+  for (const e of events) {
+    if (e.seq >= seq) break;
+    if (e.type === "session.opened") live.set(e.session, true);
+    if (e.type === "turn.started" || e.type === "turn.ended") busy.set(e.session, e.type === "turn.started");
+    if (e.type === "session.compressed" && e.session !== e.successor && !retired.has(e.session)) {
+      retired.add(e.session);
+      if (live.get(e.session)) {
+        live.set(e.successor, true);
+        if (busy.get(e.session)) busy.set(e.successor, true);
+      }
+      live.set(e.session, false);
+    }
+    if (e.type === "session.closed") {
+      busy.set(e.session, false);
+      live.set(e.session, false);
+    }
+  }
+  return busy.get(session) ?? false;
+}
+
+export function eventAt(events: readonly Stored[], seq: number): Stored {
+  return events[seq - 1]!;
+}
+
+/** Seqs of the items each turn carried, from the trace (one `dispatched` note per item). */
+export function turnItems(t: Traced): Map<Turn, number[]> {
+  const byDispatch = new Map<string, number[]>();
+  for (const n of t.notes) {
+    if (n.fate.what !== "dispatched" || n.itemSeq === undefined) continue;
+    const key = `${n.seq}|${n.fate.session}`;
+    byDispatch.set(key, [...(byDispatch.get(key) ?? []), n.itemSeq]);
+  }
+  // Several turns can share one drain: hand the item seqs out in order, by count.
+  const result = new Map<Turn, number[]>();
+  const cursor = new Map<string, number>();
+  for (const turn of t.turns) {
+    const key = `${turn.seq}|${turn.session}`;
+    const all = byDispatch.get(key) ?? [];
+    const from = cursor.get(key) ?? 0;
+    const count = Math.max(turn.members.length, 1);
+    result.set(turn, all.slice(from, from + count));
+    cursor.set(key, from + count);
+  }
+  return result;
+}
+
+/** The text a completion has when it is dispatched alone (R3), from its own events. */
+export function soloText(events: readonly Stored[], process: string): string | undefined {
+  const own = events.filter((e) => (e.type === "process.started" || e.type === "process.exited") && e.process === process);
+  const history: Stored[] = [{ type: "session.opened", at: 0, session: "solo", surface: "tui", seq: 1 }];
+  for (const e of own) history.push({ ...e, owner: "solo", notify: true, seq: history.length + 1 } as Stored);
+  history.push({ type: "drain", at: 0, session: "solo", consumer: "tui-poller", seq: history.length + 1 });
+  const projection = new Projection();
+  return history.flatMap((e) => projection.push(e)).find((o): o is Turn => o.type === "turn")?.text;
+}
+
+/** The owner key of the item made by the event at `seq`; undefined for unaddressed items. */
+export function itemOwner(events: readonly Stored[], seq: number): string | undefined {
+  const e = eventAt(events, seq) as Stored & { process?: string; delegation?: string };
+  if (e.process !== undefined) return processOwner(events, e.process);
+  if (e.delegation !== undefined) {
+    const d = events.find((x) => x.type === "delegation.dispatched" && x.delegation === e.delegation);
+    return d?.type === "delegation.dispatched" ? d.owner : undefined;
+  }
+  return undefined;
+}
