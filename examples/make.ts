@@ -23,6 +23,15 @@ mixed.completions("s1", ["c1", "c2", "c3", "c4"]).completions("s2", ["foreign1",
 mixed.drain("s1", "tui-poller").turnStarted("s1").completions("s1", ["late"]).drain("s1", "tui-post-turn");
 mixed.turnEnded("s1").compress("s1", "s1b").completions("s1", ["after-compress"]).drain("s1b", "tui-post-turn");
 
+// A messaging-gateway chat: completions within 100 ms of the first go out as one message.
+const gateway = new History().open("chat", "gateway", { route: { platform: "telegram", chatType: "group", chatId: "-1002", userId: "u7" } } as never);
+for (const id of ["build", "test", "lint"]) gateway.start(id, "chat");
+gateway.add(
+  { type: "process.exited", at: 50_000, process: "build", exitCode: 0, reason: "exited", output: "built in 41s" },
+  { type: "process.exited", at: 50_030, process: "test", exitCode: 1, reason: "exited", output: "2 failed" },
+  { type: "process.exited", at: 50_400, process: "lint", exitCode: 0, reason: "exited", output: "clean" },
+);
+
 async function write(name: string, history: History): Promise<void> {
   const log = new MemoryLog();
   await log.append(history.events.map(({ seq: _seq, ...event }) => event as TurnfoldEvent));
@@ -36,3 +45,4 @@ async function write(name: string, history: History): Promise<void> {
 await write("backlog", backlog);
 await write("cli", cli);
 await write("mixed", mixed);
+await write("gateway", gateway);

@@ -4,7 +4,7 @@ import { expect } from "vitest";
 import { from, lastValueFrom, toArray } from "rxjs";
 import { histories } from "../src/arbitraries/index.js";
 import { MemoryLog, openSqliteLog, type TurnfoldEvent } from "../src/events/index.js";
-import { createState, evolve, type State } from "../src/reducers/index.js";
+import { createState, evolve, evolveEnd, type State } from "../src/reducers/index.js";
 import { recordDispatches } from "../src/projections/record.js";
 import { toRecord } from "../src/projections/records.js";
 import { replay } from "../src/projections/replay.js";
@@ -22,8 +22,9 @@ test.prop([histories()])("determinism: synchronous replay, the RxJS operator and
   for (const e of events) {
     const r = evolve(state, e);
     state = r.state;
-    texts.push(...r.dispatches.map((d) => renderText(d, defaultRenderer)));
+    texts.push(...r.dispatches.map((d) => renderText(d, defaultRenderer, state.gateway)));
   }
+  texts.push(...evolveEnd(state).dispatches.map((d) => renderText(d, defaultRenderer, state.gateway)));
   expect(texts).toEqual(replayed.turns.map((t) => t.text));
 });
 

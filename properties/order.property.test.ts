@@ -41,6 +41,7 @@ test.prop([histories()])("R5 no delay: every member of a turn was appended befor
     if ((n.fate.what === "admitted" || n.fate.what === "dispatched") && n.itemSeq !== undefined && !admittedAt.has(n.itemSeq)) admittedAt.set(n.itemSeq, n.seq);
   }
   for (const [turn, seqs] of turnItems(t)) {
+    if (turn.consumer === "gateway") continue; // the gateway admits through its own window (R28)
     for (const seq of seqs) {
       const drain = admittedAt.get(seq)!;
       expect(seq).toBeLessThan(drain);
@@ -58,15 +59,30 @@ test.prop([histories({ mix: { turn: 6 } })])("R15 busy: nothing is admitted mid-
   }
 });
 
-test.prop([histories()])("R16/R18: TUI turns go out at a drain and CLI turns at input.taken; headless and gateway sessions never dispatch", (events) => {
+test.prop([histories()])("R16/R18: TUI turns go out at a drain and CLI turns at input.taken; headless sessions never dispatch; gateway sessions only through the gateway", (events) => {
   const surfaces = new Map<string, string>();
   for (const e of events) {
     if (e.type === "session.opened") surfaces.set(e.session, e.surface);
     if (e.type === "session.compressed") surfaces.set(e.successor, surfaces.get(e.session) ?? "cli");
   }
   for (const turn of traced(events).turns) {
-    const trigger = eventAt(events, turn.seq).type;
-    expect(trigger).toBe(turn.consumer.startsWith("cli") ? "input.taken" : "drain");
-    expect(["api", "acp", "oneshot", "gateway"]).not.toContain(surfaces.get(turn.session));
+    const surface = surfaces.get(turn.session);
+    expect(["api", "acp", "oneshot"]).not.toContain(surface);
+    if (turn.consumer === "gateway") {
+      expect(surface).toBe("gateway");
+      continue;
+    }
+    expect(surface).not.toBe("gateway");
+    expect(eventAt(events, turn.seq).type).toBe(turn.consumer.startsWith("cli") ? "input.taken" : "drain");
+  }
+});
+
+test.prop([histories({ surfaces: ["gateway", "gateway", "tui"], mix: { drain: 1, wait: 2 } })])("R28: a gateway message holds one route's entries, each within the window of the first; watch hits go alone", (events) => {
+  const t = traced(events);
+  for (const [turn, seqs] of turnItems(t)) {
+    if (turn.consumer !== "gateway") continue;
+    const times = seqs.map((s) => eventAt(events, s).at);
+    expect(Math.max(...times) - Math.min(...times)).toBeLessThan(100);
+    if (turn.kind === "watch" || turn.kind === "heartbeat" || turn.kind === "diagnostic") expect(seqs.length).toBeLessThanOrEqual(1);
   }
 });

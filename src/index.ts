@@ -28,3 +28,6 @@ export { callbackSink, jsonlSink, stdoutSink, statusSink } from "./sinks/simple.
 export { startReceiver, type Receiver, type ReceiverOptions } from "./sinks/receiver.js";
 export { relay, type RelayOptions } from "./sinks/relay.js";
 export { recordDispatches } from "./projections/record.js";
+export { gatewaySink, type GatewaySinkOptions } from "./sinks/gateway.js";
+export { routeKey } from "./reducers/gateway.js";
+export type { TurnsOptions } from "./projections/turns.js";

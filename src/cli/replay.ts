@@ -29,6 +29,7 @@ export function replayCommand(program: Command): void {
           outputs.push(...projection.push(event));
           if (i % 10_000 === 0) bar.tick(i);
         });
+        outputs.push(...projection.finish());
         bar.done();
         const turns = outputs.filter((o) => o.type === "turn");
         if (options.verify) return verify(file, events, turns);

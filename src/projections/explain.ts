@@ -47,6 +47,9 @@ export function explain(events: Iterable<Stored>, id: string, options: Projectio
       if (output.type === "turn" && output.members.includes(id)) turns.push(output);
     }
   }
+  for (const output of projection.finish()) {
+    if (output.type === "turn" && output.members.includes(id)) turns.push(output);
+  }
   const stories = new Map<string, { itemSeq: number | undefined; fates: (Fate & { seq: number })[] }>();
   for (const note of notes) {
     const key = note.itemSeq === undefined ? `event ${note.seq}` : String(note.itemSeq);

@@ -51,14 +51,21 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
       emit(turn);
       return;
     }
-    let index = 0;
+    decide(projection.push(event), event.at);
+  };
+
+  // Turns decided at one point share a drainSeq; `index` tells them apart.
+  const decide = (outputs: readonly Output[], at: number) => {
+    const indexes = new Map<number, number>();
     let statuses: StatusLine[] = [];
-    for (const output of projection.push(event)) {
+    for (const output of outputs) {
       if (output.type === "status") {
         emit(output);
         statuses.push(output);
       } else {
-        pending.set(`${output.seq}:${index}`, toRecord(output, index++, event.at, statuses));
+        const index = indexes.get(output.seq) ?? 0;
+        indexes.set(output.seq, index + 1);
+        pending.set(`${output.seq}:${index}`, toRecord(output, index, at, statuses));
         statuses = [];
       }
     }
@@ -71,6 +78,9 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
       next = page[page.length - 1]!.seq + 1;
       continue;
     }
+    // Gateway windows close on time even when no later event comes (R28).
+    const deadline = projection.nextDeadline;
+    if (deadline !== undefined && Date.now() >= deadline) decide(projection.flushDue(Date.now()), deadline);
     if (pending.size > 0) {
       // A conflict means someone appended meanwhile: read on, and decide again from there.
       await log.appendAfter(next - 1, [...pending.values()]);

@@ -6,7 +6,8 @@
 import type { Stored, TurnKind } from "../events/schema.js";
 import type { Decisions, Dispatch, Note } from "../reducers/decisions.js";
 import { step } from "../reducers/reduce.js";
-import { createState, type ParkingLimits, type State } from "../reducers/state.js";
+import { flushGateway, nextGatewayDeadline } from "../reducers/gateway.js";
+import { createState, defaultGateway, type GatewayOptions, type ParkingLimits, type State } from "../reducers/state.js";
 import { createRenderer, renderText, type Renderer } from "../render/renderer.js";
 
 /** One notification delivered to a conversation (SPEC §9). */
@@ -19,6 +20,8 @@ export interface Turn {
   readonly kind: TurnKind;
   readonly members: readonly string[];
   readonly text: string;
+  /** Gateway turns: each entry's identity (process id and start time), remembered by the sender. */
+  readonly identities?: readonly string[];
 }
 
 /** A TUI status line: one per item, with the item's own compact title (R17). */
@@ -36,6 +39,8 @@ export interface ProjectionOptions {
   /** Replace any of the default texts and titles. */
   readonly templates?: Partial<Renderer>;
   readonly parking?: ParkingLimits;
+  /** The messaging gateway's window and caps (R28). */
+  readonly gateway?: Partial<GatewayOptions>;
   /** Receives what became of every item: the raw material of `explain`. */
   readonly trace?: (note: Note) => void;
 }
@@ -47,7 +52,7 @@ export class Projection {
   readonly #decisions: Decisions;
 
   constructor(options: ProjectionOptions = {}) {
-    this.#state = createState(options.parking);
+    this.#state = createState(options.parking, { ...defaultGateway, ...options.gateway });
     this.#renderer = createRenderer(options.templates);
     const dispatch = (d: Dispatch) => this.#render(d);
     this.#decisions = options.trace ? { dispatch, note: options.trace } : { dispatch };
@@ -58,6 +63,23 @@ export class Projection {
     step(this.#state, event, this.#decisions);
     if (this.#outputs.length === 0) return noOutputs;
     return this.#outputs.splice(0);
+  }
+
+  /** End of input: flushes every open gateway window (R28). */
+  finish(): Output[] {
+    flushGateway(this.#state, Number.POSITIVE_INFINITY, this.#decisions, true);
+    return this.#outputs.splice(0);
+  }
+
+  /** Flushes the gateway windows due at `now` (event time), with no event to trigger them. */
+  flushDue(now: number): Output[] {
+    if (this.#state.gatewayWindows.size > 0) flushGateway(this.#state, now, this.#decisions);
+    return this.#outputs.splice(0);
+  }
+
+  /** When (event time) the next gateway window is due, if one is open. */
+  get nextDeadline(): number | undefined {
+    return nextGatewayDeadline(this.#state);
   }
 
   /** The state, for inspection (read it, do not change it). */
@@ -80,7 +102,8 @@ export class Projection {
       consumer: d.consumer,
       kind: d.kind,
       members,
-      text: renderText(d, this.#renderer),
+      text: renderText(d, this.#renderer, this.#state.gateway),
+      ...(d.consumer === "gateway" && d.kind === "completions" ? { identities: d.items.map((i) => `${i.member}@${i.context.startedAt ?? i.event.at}`) } : {}),
     });
   }
 }

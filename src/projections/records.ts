@@ -9,6 +9,8 @@ export type DispatchRecord = EventOf<"notification.dispatched"> & {
   readonly index: number;
   /** The TUI status lines of its items (R17), for a status sink. */
   readonly statusLines?: readonly { readonly member: string | null; readonly status: string }[];
+  /** Gateway records: the identity of each entry (process id and start time). */
+  readonly identities?: readonly string[];
 };
 
 export function toRecord(turn: Turn, index: number, at: number, statusLines: readonly StatusLine[] = []): DispatchRecord {
@@ -23,6 +25,7 @@ export function toRecord(turn: Turn, index: number, at: number, statusLines: rea
     drainSeq: turn.seq,
     index,
     ...(statusLines.length > 0 ? { statusLines: statusLines.map((s) => ({ member: s.member, status: s.status })) } : {}),
+    ...(turn.identities ? { identities: [...turn.identities] } : {}),
   };
 }
 

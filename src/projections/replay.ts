@@ -23,6 +23,7 @@ export function replay(events: Iterable<Stored>, options: ProjectionOptions = {}
     const produced = projection.push(event);
     for (const output of produced) outputs.push(output);
   }
+  outputs.push(...projection.finish());
   return {
     outputs,
     turns: outputs.filter((o): o is Turn => o.type === "turn"),

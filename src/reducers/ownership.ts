@@ -4,6 +4,7 @@
  * (its owner was closed by the user). Fail closed: what cannot be proven is not owned.
  */
 import type { Decisions } from "./decisions.js";
+import { gatewayAdmit } from "./gateway.js";
 import type { Item, Session, State } from "./state.js";
 
 /** Follows an extra key to its session, then compression successors to the tip. */
@@ -28,7 +29,9 @@ export function place(state: State, item: Item, seq: number, out: Decisions): vo
     return;
   }
   const tip = lineageTip(state, item.owner);
-  if (tip !== undefined && isLive(tip)) {
+  if (tip !== undefined && isLive(tip) && tip.surface === "gateway") {
+    gatewayAdmit(state, tip, item, seq, out);
+  } else if (tip !== undefined && isLive(tip)) {
     insertInOrder(tip.queue, item);
     out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what: "queued", session: tip.key } });
   } else if (tip?.closed === "user") {

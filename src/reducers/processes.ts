@@ -25,8 +25,8 @@ function newProc(id: string): Proc {
 
 const noContext: ItemContext = Object.freeze({});
 
-function contextOf(proc: Proc): ItemContext {
-  const context: { -readonly [K in keyof ItemContext]: ItemContext[K] } = {};
+function contextOf(proc: Proc, startedAt: number): ItemContext {
+  const context: { -readonly [K in keyof ItemContext]: ItemContext[K] } = { startedAt };
   if (proc.command !== undefined) context.command = proc.command;
   if (proc.ownerTask !== undefined) context.ownerTask = proc.ownerTask;
   if (proc.handoffNote !== undefined) context.handoffNote = proc.handoffNote;
@@ -44,7 +44,7 @@ export function processStarted(state: State, e: Stored<EventOf<"process.started"
   proc.ownerTask = e.ownerTask;
   proc.handoffNote = e.handoffNote;
   proc.notify = e.notify;
-  proc.context = contextOf(proc);
+  proc.context = contextOf(proc, e.at);
   state.processes.set(e.process, proc);
 }
 

@@ -9,6 +9,8 @@ import type { Stored } from "../events/schema.js";
 import type { Decisions, Dispatch, Note } from "./decisions.js";
 import { delegationDispatched, delegationResult, delegationSettled } from "./delegations.js";
 import { drain, inputTaken } from "./drain.js";
+import { flushGateway } from "./gateway.js";
+import type { Decisions as DecisionsSink } from "./decisions.js";
 import { expireParked } from "./ownership.js";
 import { processConsumed, processExited, processNotice, processPolled, processStarted, watchOverflow } from "./processes.js";
 import { sessionClosed, sessionCompressed, sessionOpened, turnBoundary } from "./sessions.js";
@@ -19,6 +21,8 @@ enableMapSet();
 export function step(state: State, event: Stored, out: Decisions): void {
   if (event.at > state.now) state.now = event.at;
   if (state.parked.length > 0) expireParked(state, event.seq, out);
+  // R28: a window is flushed before the first event at or past its end is handled.
+  if (state.gatewayWindows.size > 0) flushGateway(state, event.at, out);
   // Cases ordered by how often they occur in real logs.
   switch (event.type) {
     case "drain":
@@ -84,8 +88,27 @@ export function evolve(state: State, event: Stored): { state: State; dispatches:
   const notes: Note[] = [];
   const next = produce(state, (draft: Draft<State>) => {
     // Items handed out must outlive the draft: take a plain snapshot of any drafted one.
-    const dispatch = (d: Dispatch) => dispatches.push({ ...d, items: d.items.map((i): Item => (isDraft(i) ? (current(i as Draft<Item>) as Item) : i)) });
+    const dispatch = (d: Dispatch) => dispatches.push({ ...d, items: d.items.map(detach) });
     step(draft as State, event, { dispatch, note: (n) => notes.push(n) });
   });
   return { state: next, dispatches, notes };
+}
+
+/** The pure form of the end of input: flushes every open gateway window (R28). */
+export function evolveEnd(state: State): { state: State; dispatches: Dispatch[] } {
+  const dispatches: Dispatch[] = [];
+  const next = produce(state, (draft: Draft<State>) => {
+    const out: DecisionsSink = {
+      dispatch: (d) => dispatches.push({ ...d, items: d.items.map(detach) }),
+    };
+    flushGateway(draft as State, Number.POSITIVE_INFINITY, out, true);
+  });
+  return { state: next, dispatches };
+}
+
+/** A plain copy of an item that may be, or may hold, an immer draft, so it outlives the draft. */
+function detach(item: Item): Item {
+  if (isDraft(item)) return current(item as Draft<Item>) as Item;
+  const plain = <T>(value: T): T => (isDraft(value) ? (current(value as Draft<T>) as T) : value);
+  return { ...item, event: plain(item.event), context: plain(item.context) };
 }

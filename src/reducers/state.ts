@@ -15,6 +15,8 @@ export interface ItemContext {
   readonly handoffNote?: string;
   readonly goal?: string;
   readonly goals?: readonly string[];
+  /** When its process started (event time): with the id, the identity the gateway remembers. */
+  readonly startedAt?: number;
 }
 
 /** Something ready to notify (SPEC §1). Its identity is the seq of the event that made it. */
@@ -87,6 +89,27 @@ export interface ParkingLimits {
 
 export const defaultParking: ParkingLimits = { ttlMs: 600_000, total: 32, perOwner: 8 };
 
+/** The messaging gateway's window (R28): per route, measured in event time. */
+export interface GatewayWindow {
+  readonly key: string;
+  readonly session: string;
+  readonly kind: "completions" | "delegation";
+  /** Event time of the first entry; the window holds entries before opensAt + windowMs. */
+  readonly opensAt: number;
+  readonly items: Item[];
+}
+
+export interface GatewayOptions {
+  /** Window length in ms of event time. Default 100. */
+  readonly windowMs: number;
+  /** Entries shown in detail in a coalesced message. Default 10. */
+  readonly maxDetails: number;
+  /** Output characters kept per detailed entry. Default 800. */
+  readonly detailChars: number;
+}
+
+export const defaultGateway: GatewayOptions = { windowMs: 100, maxDetails: 10, detailChars: 800 };
+
 export interface State {
   readonly sessions: Map<string, Session>;
   /** Extra keys (a UI tab id, say) → the session key they answer for. */
@@ -101,11 +124,14 @@ export interface State {
   /** Items whose owner cannot be proven live, waiting for it to come back (R13). */
   readonly parked: Item[];
   readonly parking: ParkingLimits;
+  /** Open gateway windows, by route and kind. */
+  readonly gatewayWindows: Map<string, GatewayWindow>;
+  readonly gateway: GatewayOptions;
   /** Event time of the latest event, for parking expiry. */
   now: number;
 }
 
-export function createState(parking: ParkingLimits = defaultParking): State {
+export function createState(parking: ParkingLimits = defaultParking, gateway: GatewayOptions = defaultGateway): State {
   return {
     sessions: new Map(),
     aliases: new Map(),
@@ -115,6 +141,8 @@ export function createState(parking: ParkingLimits = defaultParking): State {
     unaddressed: [],
     parked: [],
     parking,
+    gatewayWindows: new Map(),
+    gateway,
     now: 0,
   };
 }

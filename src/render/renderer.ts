@@ -4,7 +4,8 @@
  */
 import type { Dispatch } from "../reducers/decisions.js";
 import type { Item } from "../reducers/state.js";
-import { batchText, completionText, delegationText, diagnosticText, heartbeatText, watchText } from "./text.js";
+import type { GatewayOptions } from "../reducers/state.js";
+import { batchText, completionText, delegationBatchText, delegationText, diagnosticText, gatewayBatchText, heartbeatText, watchText } from "./text.js";
 import { title } from "./titles.js";
 
 export interface Renderer {
@@ -18,6 +19,10 @@ export interface Renderer {
   diagnostic(item: Item): string;
   /** Compact status title of one item. */
   title(item: Item): string;
+  /** A gateway message coalescing several completions of one route (R28). */
+  gatewayBatch(items: readonly Item[], limits: GatewayOptions): string;
+  /** Several delegation results of one route ready together. */
+  delegationBatch(memberTexts: readonly string[], items: readonly Item[]): string;
 }
 
 export const defaultRenderer: Renderer = {
@@ -28,6 +33,8 @@ export const defaultRenderer: Renderer = {
   delegation: delegationText,
   diagnostic: diagnosticText,
   title,
+  gatewayBatch: gatewayBatchText,
+  delegationBatch: delegationBatchText,
 };
 
 export function createRenderer(templates: Partial<Renderer> = {}): Renderer {
@@ -35,12 +42,14 @@ export function createRenderer(templates: Partial<Renderer> = {}): Renderer {
 }
 
 /** The text of a dispatch. */
-export function renderText(dispatch: Dispatch, renderer: Renderer): string {
+export function renderText(dispatch: Dispatch, renderer: Renderer, gateway?: GatewayOptions): string {
   const [first] = dispatch.items;
   if (first === undefined) throw new Error("a dispatch always has a live member");
+  const several = dispatch.items.length > 1;
   switch (dispatch.kind) {
     case "completions": {
-      if (dispatch.items.length === 1) return renderer.completion(first);
+      if (!several) return renderer.completion(first);
+      if (dispatch.consumer === "gateway" && gateway) return renderer.gatewayBatch(dispatch.items, gateway);
       return renderer.batch(dispatch.items.map((i) => renderer.completion(i)), dispatch.items);
     }
     case "watch":
@@ -48,6 +57,7 @@ export function renderText(dispatch: Dispatch, renderer: Renderer): string {
     case "heartbeat":
       return renderer.heartbeat(first);
     case "delegation":
+      if (several) return renderer.delegationBatch(dispatch.items.map((i) => renderer.delegation(i)), dispatch.items);
       return renderer.delegation(first);
     case "diagnostic":
       return renderer.diagnostic(first);

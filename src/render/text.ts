@@ -116,3 +116,27 @@ export function duration(ms: number): string {
   const m = Math.floor(s / 60);
   return m < 60 ? `${m}m ${s % 60}s` : `${Math.floor(m / 60)}h ${m % 60}m`;
 }
+
+/** A gateway message for several completions of one route: details for the first few, a count of the rest. */
+export function gatewayBatchText(items: readonly Item[], limits: { maxDetails: number; detailChars: number }): string {
+  const failed = items.filter((i) => isFailure(i.event as Exited)).length;
+  const header = `${items.length} background processes finished (${failed === 0 ? "none failed" : `${failed} failed`}).`;
+  const details = items.slice(0, limits.maxDetails).map((item) => completionText(withOutputCut(item, limits.detailChars)));
+  const rest = items.length - details.length;
+  const parts = [header, ...details];
+  if (rest > 0) parts.push(`…and ${rest} more finished: ${items.slice(limits.maxDetails).map((i) => i.member).join(", ")}.`);
+  return parts.join("\n\n");
+}
+
+/** The same item with its output cut to its last `chars` characters. */
+function withOutputCut(item: Item, chars: number): Item {
+  const e = item.event as Exited;
+  if (e.output.length <= chars) return item;
+  const cut = e.output.length - chars;
+  return { ...item, event: { ...e, output: e.output.slice(cut), outputCut: (e.outputCut ?? 0) + cut } };
+}
+
+/** Several subagent results of one route, ready together. */
+export function delegationBatchText(memberTexts: readonly string[]): string {
+  return [`${memberTexts.length} subagents finished.`, ...memberTexts].join("\n\n");
+}

@@ -31,7 +31,7 @@ interface Lane {
   retryAt: number;
 }
 
-type Record = Stored<EventOf<"notification.dispatched">> & { statusLines?: SinkStatusLine[] };
+type Record = Stored<EventOf<"notification.dispatched">> & { statusLines?: SinkStatusLine[]; identities?: string[] };
 
 /** What the relay reads and marks: a SqliteLog is one. */
 export interface RelaySource {
@@ -126,5 +126,6 @@ function toTurn(logId: string, record: Record): DispatchedTurn {
     members: record.members,
     text: record.text,
     statusLines: record.statusLines ?? [],
+    ...(record.identities ? { identities: record.identities } : {}),
   };
 }

@@ -21,6 +21,8 @@ export interface DispatchedTurn {
   readonly text: string;
   /** TUI status lines of the turn's items, when its consumer shows them (R17). */
   readonly statusLines: readonly SinkStatusLine[];
+  /** Gateway turns: each entry's identity (process id and start time). */
+  readonly identities?: readonly string[];
 }
 
 export interface TurnSink {
