@@ -43,7 +43,7 @@ export async function relay(log: RelaySource, sink: TurnSink, options: RelayOpti
   const db = log.database;
   const logId = log.logId;
   const clock = options.clock ?? Date.now;
-  const records = db.prepare("SELECT body FROM events WHERE type = 'notification.dispatched' AND seq > ? ORDER BY seq").pluck();
+  const records = db.prepare("SELECT seq, body FROM events WHERE type = 'notification.dispatched' AND seq > ? ORDER BY seq").raw();
   const done = db.prepare("SELECT record_seq FROM deliveries WHERE sink = ?").pluck();
   const mark = db.prepare("INSERT OR IGNORE INTO deliveries (record_seq, sink, delivered_at) VALUES (?, ?, ?)");
   const markDelivered = db.transaction((seq: number) => mark.run(seq, sink.name, clock()));
@@ -55,8 +55,8 @@ export async function relay(log: RelaySource, sink: TurnSink, options: RelayOpti
   let wake: (() => void) | undefined;
 
   const load = () => {
-    for (const body of records.all(cursor) as string[]) {
-      const record = JSON.parse(body) as Record;
+    for (const [seq, body] of records.all(cursor) as [number, string][]) {
+      const record = { ...(JSON.parse(body) as Record), seq };
       cursor = record.seq;
       if (delivered.has(record.seq)) continue;
       const lane = lanes.get(record.session) ?? { waiting: [], busy: false, failures: 0, retryAt: 0 };
