@@ -149,7 +149,6 @@ export class SqliteLog implements EventLog {
   readonly #pollMs: number;
   readonly #appended = new Subject<void>();
   readonly #insert: Database.Statement;
-  readonly #page: Database.Statement;
   readonly #bodies: Database.Statement;
   readonly #last: Database.Statement;
   readonly #appendAll: (events: readonly TurnfoldEvent[]) => number[];
@@ -163,7 +162,6 @@ export class SqliteLog implements EventLog {
     this.#kysely = kysely;
     this.#pollMs = pollMs;
     this.#insert = db.prepare("INSERT INTO events (seq, type, at, body) VALUES (?, ?, ?, ?)");
-    this.#page = db.prepare("SELECT seq, body FROM events WHERE seq >= ? ORDER BY seq LIMIT ?");
     this.#bodies = db.prepare("SELECT seq, body FROM events WHERE seq >= ? ORDER BY seq LIMIT ?").raw();
     this.#last = db.prepare("SELECT coalesce(max(seq), 0) FROM events").pluck();
     // Seqs are assigned inside the write transaction: the lock is held, so max+1 is ours.
@@ -246,8 +244,8 @@ export class SqliteLog implements EventLog {
   }
 
   async readPage(options: ReadOptions = {}): Promise<readonly Stored[]> {
-    const rows = this.#page.all(options.from ?? 1, options.limit ?? defaultPageSize) as Row[];
-    return rows.map(toStored);
+    const rows = this.#bodies.all(options.from ?? 1, options.limit ?? defaultPageSize) as [number, string][];
+    return rows.map(([seq, body]) => toStored({ seq, body }));
   }
 
   read(options?: ReadOptions): AsyncIterable<Stored> {
