@@ -31,3 +31,4 @@ export { recordDispatches } from "./projections/record.js";
 export { gatewaySink, type GatewaySinkOptions } from "./sinks/gateway.js";
 export { routeKey } from "./reducers/gateway.js";
 export type { TurnsOptions } from "./projections/turns.js";
+export { soloText } from "./projections/solo.js";

@@ -110,15 +110,7 @@ export function turnItems(t: Traced): Map<Turn, number[]> {
   return result;
 }
 
-/** The text a completion has when it is dispatched alone (R3), from its own events. */
-export function soloText(events: readonly Stored[], process: string): string | undefined {
-  const own = events.filter((e) => (e.type === "process.started" || e.type === "process.exited") && e.process === process);
-  const history: Stored[] = [{ type: "session.opened", at: 0, session: "solo", surface: "tui", seq: 1 }];
-  for (const e of own) history.push({ ...e, owner: "solo", notify: true, seq: history.length + 1 } as Stored);
-  history.push({ type: "drain", at: 0, session: "solo", consumer: "tui-poller", seq: history.length + 1 });
-  const projection = new Projection();
-  return history.flatMap((e) => projection.push(e)).find((o): o is Turn => o.type === "turn")?.text;
-}
+export { soloText } from "../../src/projections/solo.js";
 
 /** The owner key of the item made by the event at `seq`; undefined for unaddressed items. */
 export function itemOwner(events: readonly Stored[], seq: number): string | undefined {

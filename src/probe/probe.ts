@@ -11,7 +11,7 @@ import type { DrainConsumer, Stored, TurnfoldEvent } from "../events/schema.js";
 import { openSqliteLog, type SqliteLog } from "../events/sqlite-log.js";
 import { Projection } from "../projections/project.js";
 import { recordDispatches } from "../projections/record.js";
-import { replay } from "../projections/replay.js";
+import { soloText } from "../projections/solo.js";
 import { httpSink } from "../sinks/http.js";
 import { startReceiver } from "../sinks/receiver.js";
 import { relay } from "../sinks/relay.js";
@@ -159,15 +159,6 @@ async function waitForEvent(ctx: Context, test: (e: Stored) => boolean): Promise
     if (Date.now() > deadline) throw new Error("the probe's watch hit never arrived");
     await new Promise((r) => setTimeout(r, 10));
   }
-}
-
-/** The text a completion has when it is dispatched alone (R3), from its own events. */
-function soloText(events: readonly Stored[], id: string): string | undefined {
-  const own = events.filter((e) => (e as { process?: string }).process === id && (e.type === "process.started" || e.type === "process.exited"));
-  const history: Stored[] = [{ type: "session.opened", at: 0, session: "solo", surface: "tui", seq: 1 }];
-  for (const e of own) history.push({ ...e, owner: "solo", seq: history.length + 1 } as Stored);
-  history.push({ type: "drain", at: 0, session: "solo", consumer: "tui-poller", seq: history.length + 1 });
-  return replay(history).turns[0]?.text;
 }
 
 export async function runProbe(consumer: ProbeConsumer, scenario: Scenario): Promise<ProbeRun> {

@@ -8,7 +8,7 @@
 import type { EventOf, Stored, TurnKind } from "../events/schema.js";
 import type { Decisions, Fate } from "./decisions.js";
 import { isLive, release } from "./ownership.js";
-import type { InboxEntry, Item, Session, State } from "./state.js";
+import { turnKindOf, type InboxEntry, type Item, type Session, type State } from "./state.js";
 
 /** Surfaces whose drains admit nothing here: headless ones (R18) and the gateway (§7). */
 const selfDraining: Record<string, boolean> = { api: true, acp: true, oneshot: true, gateway: true };
@@ -17,13 +17,6 @@ export function isCliConsumer(consumer: string): boolean {
   return consumer.startsWith("cli-");
 }
 
-const kindOf: Record<Item["kind"], TurnKind> = {
-  completion: "completions",
-  watch: "watch",
-  heartbeat: "heartbeat",
-  delegation: "delegation",
-  diagnostic: "diagnostic",
-};
 
 /** Why an item can no longer be sent, or undefined while it still can. */
 function moot(state: State, item: Item, proc = item.kind === "completion" ? state.processes.get(item.member!) : undefined): Fate | undefined {
@@ -57,10 +50,10 @@ export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions)
   const snapshot = takeSnapshot(state, session, e, out);
   for (const batch of group(snapshot)) {
     if (isCliConsumer(e.consumer)) {
-      session.inbox.push({ consumer: e.consumer, kind: kindOf[batch[0]!.kind], items: batch });
+      session.inbox.push({ consumer: e.consumer, kind: turnKindOf[batch[0]!.kind], items: batch });
       noteAll(batch, e.seq, { what: "admitted", session: session.key, consumer: e.consumer }, out);
     } else {
-      send(state, session, e.seq, e.consumer, kindOf[batch[0]!.kind], batch, true, out);
+      send(state, session, e.seq, e.consumer, turnKindOf[batch[0]!.kind], batch, true, out);
     }
   }
 }

@@ -10,7 +10,6 @@ import type { Decisions, Dispatch, Note } from "./decisions.js";
 import { delegationDispatched, delegationResult, delegationSettled } from "./delegations.js";
 import { drain, inputTaken } from "./drain.js";
 import { flushGateway } from "./gateway.js";
-import type { Decisions as DecisionsSink } from "./decisions.js";
 import { expireParked } from "./ownership.js";
 import { processConsumed, processExited, processNotice, processPolled, processStarted, watchOverflow } from "./processes.js";
 import { sessionClosed, sessionCompressed, sessionOpened, turnBoundary } from "./sessions.js";
@@ -98,7 +97,7 @@ export function evolve(state: State, event: Stored): { state: State; dispatches:
 export function evolveEnd(state: State): { state: State; dispatches: Dispatch[] } {
   const dispatches: Dispatch[] = [];
   const next = produce(state, (draft: Draft<State>) => {
-    const out: DecisionsSink = {
+    const out: Decisions = {
       dispatch: (d) => dispatches.push({ ...d, items: d.items.map(detach) }),
     };
     flushGateway(draft as State, Number.POSITIVE_INFINITY, out, true);

@@ -8,6 +8,15 @@ import type { DrainConsumer, Route, Stored, Surface, TurnKind } from "../events/
 
 export type ItemKind = "completion" | "watch" | "heartbeat" | "delegation" | "diagnostic";
 
+/** The kind of turn an item makes on its own (a run of completions is one `completions` turn). */
+export const turnKindOf: Readonly<Record<ItemKind, TurnKind>> = {
+  completion: "completions",
+  watch: "watch",
+  heartbeat: "heartbeat",
+  delegation: "delegation",
+  diagnostic: "diagnostic",
+};
+
 /** What a renderer needs besides the source event, copied when the item is made. */
 export interface ItemContext {
   readonly command?: string;
