@@ -6,7 +6,8 @@
  */
 import { fc, test } from "@fast-check/vitest";
 import { expect } from "vitest";
-import { openSqliteLog, type TurnfoldEvent } from "../src/events/index.js";
+import type { TurnfoldEvent } from "../src/events/index.js";
+import { openLog } from "../src/open.js";
 import { Ledger } from "../src/ledger/ledger.js";
 import { defaultLedgerPolicy } from "../src/reducers/ledger.js";
 
@@ -21,7 +22,7 @@ const plan = fc.record({
 });
 
 test.prop([fc.scheduler(), plan], { numRuns: 60 })("ledger: each delegation is delivered at most once, and exactly once unless dropped for a stated reason", async (s, p) => {
-  const log = await openSqliteLog(":memory:");
+  const log = await openLog(":memory:");
   let now = 1_000_000;
   const clock = () => now;
   let ledger = new Ledger(log, { clock, consumer: "start" });
@@ -36,14 +37,14 @@ test.prop([fc.scheduler(), plan], { numRuns: 60 })("ledger: each delegation is d
   const worker = async (steps: { target: number; then: Action }[], name: string) => {
     for (const step of steps) {
       const id = ids[step.target % ids.length]!;
-      const claim = ledger.claim(id);
+      const claim = await ledger.claim(id);
       await s.schedule(Promise.resolve(), `${name} claimed ${id}`);
       if (!claim.claimed) continue;
       const l = ledger;
-      if (step.then === "complete") l.complete(id, claim.claim);
-      else if (step.then === "release") l.release(id, claim.claim);
-      else if (step.then === "defer") l.defer(id, claim.claim);
-      else if (step.then === "drop" && l.drop(id, claim.claim).ok) droppedOnPurpose.add(id);
+      if (step.then === "complete") await l.complete(id, claim.claim);
+      else if (step.then === "release") await l.release(id, claim.claim);
+      else if (step.then === "defer") await l.defer(id, claim.claim);
+      else if (step.then === "drop" && (await l.drop(id, claim.claim)).ok) droppedOnPurpose.add(id);
       // "vanish": the worker dies holding the claim; only the lease gets it back.
     }
   };
@@ -51,26 +52,26 @@ test.prop([fc.scheduler(), plan], { numRuns: 60 })("ledger: each delegation is d
   for (let i = 0; i < p.expiries; i++) tasks.push(s.schedule(Promise.resolve(), "lease expiry").then(() => void (now += defaultLedgerPolicy.leaseMs + 1)));
   for (let i = 0; i < p.restarts; i++) {
     tasks.push(
-      s.schedule(Promise.resolve(), "restart").then(() => {
+      s.schedule(Promise.resolve(), "restart").then(async () => {
         ledger = new Ledger(log, { clock, consumer: `restart-${i}` });
-        ledger.recover();
+        await ledger.recover();
       }),
     );
   }
-  await s.waitAll();
-  await Promise.all(tasks);
+  // The ledger's commands are asynchronous: keep releasing scheduled steps until every task is done.
+  await s.waitFor(Promise.all(tasks));
 
   // Afterwards every lease runs out and one last consumer delivers what is left.
   now += defaultLedgerPolicy.leaseMs + 1;
   const last = new Ledger(log, { clock, consumer: "final" });
-  for (const row of last.pending()) {
-    const c = last.claim(row.delegation);
-    if (c.claimed) last.complete(row.delegation, c.claim);
+  for (const row of await last.pending()) {
+    const c = await last.claim(row.delegation);
+    if (c.claimed) await last.complete(row.delegation, c.claim);
   }
   const events = [...log.scan()];
   for (const id of ids) {
     const delivered = events.filter((e) => e.type === "delegation.delivered" && e.delegation === id).length;
-    const row = last.row(id)!;
+    const row = (await last.row(id))!;
     expect(delivered, id).toBeLessThanOrEqual(1);
     if (row.delivery === "dropped") {
       const byAttempts = row.attempts >= defaultLedgerPolicy.maxAttempts;

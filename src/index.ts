@@ -7,7 +7,7 @@
  * const { turns } = replay(log.scan());
  */
 export * from "./events/index.js";
-export { openSqliteLog as openLog } from "./events/sqlite-log.js";
+export { openLog, memoryTarget, type OpenLogOptions, type TurnfoldLog } from "./open.js";
 export * from "./reducers/index.js";
 export { Projection, type Turn, type StatusLine, type Output, type ProjectionOptions } from "./projections/project.js";
 export { replay, type Replayed } from "./projections/replay.js";
@@ -20,6 +20,7 @@ export { createRenderer, defaultRenderer, renderText, type Renderer } from "./re
 export { explanationText } from "./render/explain.js";
 export { History } from "./testing/history.js";
 export * from "./reducers/ledger.js";
+export { ledgerProjection, type LedgerProjection } from "./ledger/projection.js";
 export { Ledger, type ClaimResult, type Transition, type Recovery, type LedgerOptions } from "./ledger/ledger.js";
 export { processStart, isAlive, currentProcess } from "./ledger/process-identity.js";
 export type { DispatchedTurn, TurnSink, SinkStatusLine } from "./sinks/sink.js";

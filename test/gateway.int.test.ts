@@ -1,7 +1,10 @@
 /** The gateway end to end: a real SQLite log, the live runner, the relay and a loopback receiver. */
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { openSqliteLog, type TurnfoldEvent } from "../src/events/index.js";
+import type { TurnfoldEvent } from "../src/events/index.js";
+import { openLog, type TurnfoldLog } from "../src/open.js";
+import { liveTurns } from "../src/projections/live.js";
+import type { Turn } from "../src/projections/project.js";
 import { recordDispatches } from "../src/projections/record.js";
 import { replay } from "../src/projections/replay.js";
 import { verifyRecorded } from "../src/projections/verify.js";
@@ -26,7 +29,7 @@ function gatewaySession(): TurnfoldEvent[] {
 
 describe("gateway delivery", () => {
   it("a receiver that fails the first delivery gets every entry on the retry, once", async () => {
-    const log = await openSqliteLog(join(dir, "gateway.sqlite"));
+    const log = await openLog(join(dir, "gateway.sqlite"));
     await log.append(gatewaySession());
     await recordDispatches(log, { pollMs: 2 });
     const receiver = await startReceiver({ refuse: (_turn, previous) => previous === 0 });
@@ -49,13 +52,27 @@ describe("gateway delivery", () => {
   });
 
   it("a recorded gateway session replays to the same messages as its live run", async () => {
-    const log = await openSqliteLog(join(dir, "gateway-replay.sqlite"));
+    const log = await openLog(join(dir, "gateway-replay.sqlite"));
     await log.append(gatewaySession());
     await recordDispatches(log, { pollMs: 2 });
     const events = [...log.scan()];
     const recorded = events.filter((e) => e.type === "notification.dispatched");
     expect(recorded.map((r) => (r as { consumer: string }).consumer)).toEqual(["gateway", "gateway"]);
     expect(verifyRecorded(events, replay(events).turns)).toEqual({ ok: true, turns: 2 });
+    await log.close();
+  });
+
+  it("a live gateway turn and its replayed twin are equal field for field, identities included", async () => {
+    const log = await openLog(join(dir, "gateway-twins.sqlite"));
+    await log.append(gatewaySession());
+    const live: Turn[] = [];
+    const subscription = liveTurns(log, { pollMs: 2 }).subscribe((o) => o.type === "turn" && live.push(o));
+    await recordDispatches(log, { pollMs: 2 });
+    subscription.unsubscribe();
+    const replayed = replay([...log.scan()]).turns;
+    expect(live.length).toBe(2);
+    expect(live.find((t) => t.kind === "completions")?.identities).toHaveLength(5);
+    expect(live).toEqual(replayed);
     await log.close();
   });
 

@@ -1,7 +1,8 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { firstValueFrom, filter, take, toArray } from "rxjs";
-import { openSqliteLog, type TurnfoldEvent } from "../src/events/index.js";
+import type { TurnfoldEvent } from "../src/events/index.js";
+import { openLog, type TurnfoldLog } from "../src/open.js";
 import { liveTurns } from "../src/projections/live.js";
 import { recordDispatches } from "../src/projections/record.js";
 import { replay } from "../src/projections/replay.js";
@@ -23,7 +24,7 @@ function scenario(): History {
 
 describe("the live projection on a SQLite log (R23)", () => {
   it("records every dispatch as notification.dispatched, and the records verify", async () => {
-    const log = await openSqliteLog(fresh(), { pollMs: 5 });
+    const log = await openLog(fresh(), { pollMs: 5 });
     await log.append(bare(scenario()));
     expect(await recordDispatches(log, { pollMs: 5 })).toBe(4);
     const events = [...log.scan()];
@@ -35,11 +36,11 @@ describe("the live projection on a SQLite log (R23)", () => {
 
   it("a restarted runner folds the records it finds and decides no turn twice", async () => {
     const path = fresh();
-    const log = await openSqliteLog(path, { pollMs: 5 });
+    const log = await openLog(path, { pollMs: 5 });
     await log.append(bare(scenario()));
     await recordDispatches(log, { pollMs: 5 });
     await log.close();
-    const again = await openSqliteLog(path, { pollMs: 5 });
+    const again = await openLog(path, { pollMs: 5 });
     const seen = await firstValueFrom(liveTurns(again, { pollMs: 5 }).pipe(filter((o) => o.type === "turn"), take(4), toArray()));
     await new Promise((r) => setTimeout(r, 100));
     expect(seen).toHaveLength(4);
@@ -49,9 +50,9 @@ describe("the live projection on a SQLite log (R23)", () => {
 
   it("two runners on one file, with producers still appending, record each dispatch once", async () => {
     const path = fresh();
-    const producer = await openSqliteLog(path);
-    const a = await openSqliteLog(path, { pollMs: 2 });
-    const b = await openSqliteLog(path, { pollMs: 2 });
+    const producer = await openLog(path);
+    const a = await openLog(path, { pollMs: 2 });
+    const b = await openLog(path, { pollMs: 2 });
     const subA = liveTurns(a, { pollMs: 2 }).subscribe();
     const subB = liveTurns(b, { pollMs: 2 }).subscribe();
     const h = new History().open("s1");

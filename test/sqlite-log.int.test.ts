@@ -4,7 +4,11 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { firstValueFrom, take, toArray } from "rxjs";
-import { isLogError, openSqliteLog, type Stored } from "../src/events/index.js";
+import { isLogError, openSqliteLog, type SqliteLog, type Stored } from "../src/events/index.js";
+import { ledgerOf } from "../src/ledger/projection.js";
+import { openLog as openAny, type OpenLogOptions } from "../src/open.js";
+
+const openLog = (path: string, options?: OpenLogOptions) => openAny(path, options) as Promise<SqliteLog>;
 import { describeLogContract, drainEvent } from "./support/log-contract.js";
 import { tempDir } from "./support/tmp.js";
 
@@ -12,11 +16,10 @@ const dir = tempDir();
 let n = 0;
 const fresh = () => join(dir, `log-${n++}.sqlite`);
 
-describeLogContract("sqlite", () => openSqliteLog(fresh()));
 
 async function openError(path: string, create = false): Promise<unknown> {
   try {
-    const log = await openSqliteLog(path, { create });
+    const log = await openLog(path, { create });
     await log.close();
   } catch (error) {
     return error;
@@ -25,12 +28,51 @@ async function openError(path: string, create = false): Promise<unknown> {
 }
 
 describe("sqlite log file", () => {
+  it("opens a file written by version 2 (ledger in a core table) and rebuilds the ledger from its events", async () => {
+    const path = fresh();
+    const raw = new Database(path);
+    raw.exec(`
+      CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE events (seq INTEGER PRIMARY KEY, type TEXT NOT NULL, at INTEGER NOT NULL, body TEXT NOT NULL);
+      CREATE TABLE ledger (delegation TEXT PRIMARY KEY, delivery TEXT, updated_at INTEGER NOT NULL, row TEXT NOT NULL);
+      CREATE TABLE deliveries (record_seq INTEGER NOT NULL, sink TEXT NOT NULL, delivered_at INTEGER NOT NULL, PRIMARY KEY (sink, record_seq));
+      INSERT INTO meta VALUES ('application', 'turnfold'), ('schema_version', '2'), ('log_id', 'old-log');
+      INSERT INTO deliveries VALUES (9, 'http:x', 1);
+    `);
+    const insert = raw.prepare("INSERT INTO events (seq, type, at, body) VALUES (?, ?, ?, ?)");
+    const bodies = [
+      { type: "delegation.dispatched", at: 1, delegation: "d1", owner: "s1", goal: "g" },
+      { type: "delegation.completed", at: 2, delegation: "d1", status: "completed" },
+      { type: "delegation.dispatched", at: 3, delegation: "d2", owner: "s1", goal: "g" },
+    ];
+    bodies.forEach((b, i) => insert.run(i + 1, b.type, b.at, JSON.stringify(b)));
+    raw.close();
+    const log = await openLog(path, { create: false });
+    expect(log.logId).toBe("old-log");
+    expect(await log.row(ledgerOf(log), "d1")).toMatchObject({ status: "completed", delivery: "pending", resultSeq: 2 });
+    expect(await log.row(ledgerOf(log), "d2")).toMatchObject({ status: "running" });
+    expect([...(await log.deliveredTo("http:x"))]).toEqual([9]);
+    expect(log.integrityCheck()).toBe("ok");
+    await log.close();
+    const after = new Database(path);
+    expect(after.prepare("SELECT name FROM sqlite_master WHERE name = 'ledger'").get()).toBeUndefined();
+    after.close();
+  });
+
+  it("refuses an opener that does not register a projection the file keeps, naming it", async () => {
+    const path = fresh();
+    await (await openLog(path)).close();
+    const error = await openSqliteLog(path, { create: false }).catch((e: unknown) => e);
+    expect(isLogError(error) && error.code).toBe("unknown-projection");
+    expect(String((error as Error).message)).toMatch(/inline projection "ledger".*openLog\(\)/);
+  });
+
   it("keeps events across a close and reopen", async () => {
     const path = fresh();
-    const log = await openSqliteLog(path);
+    const log = await openLog(path);
     await log.append([drainEvent("a"), drainEvent("b")]);
     await log.close();
-    const again = await openSqliteLog(path, { create: false });
+    const again = await openLog(path, { create: false });
     expect((await again.readPage()).map((e) => e.seq)).toEqual([1, 2]);
     expect(await again.append([drainEvent("c")])).toEqual([3]);
     expect(again.integrityCheck()).toBe("ok");
@@ -39,7 +81,7 @@ describe("sqlite log file", () => {
 
   it("refuses UPDATE and DELETE on the events table", async () => {
     const path = fresh();
-    const log = await openSqliteLog(path);
+    const log = await openLog(path);
     await log.append([drainEvent("a")]);
     await log.close();
     const raw = new Database(path);
@@ -51,9 +93,9 @@ describe("sqlite log file", () => {
 
   it("records the schema version and refuses a file written by a newer version", async () => {
     const path = fresh();
-    await (await openSqliteLog(path)).close();
+    await (await openLog(path)).close();
     const raw = new Database(path);
-    expect(raw.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("2");
+    expect(raw.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("3");
     raw.prepare("UPDATE meta SET value = '9' WHERE key = 'schema_version'").run();
     raw.close();
     const error = await openError(path);
@@ -85,8 +127,8 @@ describe("sqlite log file", () => {
 
   it("tails commits made through another connection", async () => {
     const path = fresh();
-    const reader = await openSqliteLog(path, { pollMs: 10 });
-    const writer = await openSqliteLog(path);
+    const reader = await openLog(path, { pollMs: 10 });
+    const writer = await openLog(path);
     const seen = firstValueFrom(reader.tail().pipe(take(3), toArray()));
     await writer.append([drainEvent("a")]);
     await writer.append([drainEvent("b"), drainEvent("c")]);
@@ -115,7 +157,7 @@ function startAppender(file: string, writer: string, batches: number, size: numb
 type Written = Stored & { writer: string; batch: number; index: number; size: number };
 
 async function readAll(path: string): Promise<Written[]> {
-  const log = await openSqliteLog(path, { create: false });
+  const log = await openLog(path, { create: false });
   const events = [...log.scan()] as Written[];
   expect(log.integrityCheck()).toBe("ok");
   await log.close();
@@ -142,7 +184,7 @@ function checkWholeBatches(events: Written[]): Map<string, number> {
 describe("several processes, one file", () => {
   it("four writers appending at once lose nothing and never share a seq", async () => {
     const path = fresh();
-    await (await openSqliteLog(path)).close();
+    await (await openLog(path)).close();
     const writers = ["w0", "w1", "w2", "w3"].map((w) => startAppender(path, w, 200, 25, true));
     await Promise.all(writers.map((w) => w.opened));
     for (const w of writers) w.child.stdin.write("go\n");
@@ -177,7 +219,7 @@ describe("crash safety", () => {
     // Kills landed at different points: most writers committed something first.
     expect(events.length).toBeGreaterThan(0);
     expect(new Set(landed.values()).size).toBeGreaterThan(1);
-    const log = await openSqliteLog(path, { create: false });
+    const log = await openLog(path, { create: false });
     const before = await log.lastSeq();
     expect(await log.append([drainEvent("after-crashes")])).toEqual([before + 1]);
     await log.close();

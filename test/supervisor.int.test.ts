@@ -2,7 +2,8 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { openSqliteLog, type SqliteLog, type Stored } from "../src/events/index.js";
+import type { Stored } from "../src/events/index.js";
+import { openLog, type TurnfoldLog } from "../src/open.js";
 import { replay } from "../src/projections/replay.js";
 import { Supervisor } from "../src/supervisor/supervisor.js";
 import { tempDir } from "./support/tmp.js";
@@ -12,7 +13,7 @@ let n = 0;
 
 async function setup(options: { clock?: () => number; timers?: boolean; killGraceMs?: number } = {}) {
   const path = join(dir, `sup-${n++}.sqlite`);
-  const log = await openSqliteLog(path);
+  const log = await openLog(path);
   const supervisor = new Supervisor({ log, ...options });
   const events = async () => {
     await supervisor.flush();
@@ -25,7 +26,7 @@ const ofType = (events: Stored[], type: string) => events.filter((e) => e.type =
 const gate = (name: string) => join(dir, name);
 const waitFor = (file: string) => `while [ ! -f ${file} ]; do sleep 0.01; done`;
 
-async function finish(log: SqliteLog, supervisor: Supervisor) {
+async function finish(log: TurnfoldLog, supervisor: Supervisor) {
   await supervisor.close();
   await log.close();
 }

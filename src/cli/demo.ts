@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import type { TurnfoldEvent } from "../events/schema.js";
-import { openSqliteLog } from "../events/sqlite-log.js";
+import { openLog } from "../open.js";
 import { recordDispatches } from "../projections/record.js";
 import { replay } from "../projections/replay.js";
 import { verifyRecorded } from "../projections/verify.js";
@@ -32,7 +32,7 @@ export function demoCommand(program: Command): void {
         const path = options.db ?? join(dir!, "turnfold.sqlite");
         const paint = styler(useColour(process.stdout));
         try {
-          const log = await openSqliteLog(path);
+          const log = await openLog(path);
           const history = afternoon();
           await log.append(history.events.map(({ seq: _seq, ...event }) => event as TurnfoldEvent));
           const recorded = await recordDispatches(log, { pollMs: 5 });

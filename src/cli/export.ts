@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { encodeJsonlLine } from "../events/jsonl.js";
-import { openSqliteLog } from "../events/sqlite-log.js";
+import { openLog } from "../open.js";
 import { runCommand, writeOut } from "./io.js";
 import { positiveInt } from "./options.js";
 
@@ -12,7 +12,7 @@ export function exportCommand(program: Command): void {
     .option("--from <seq>", "first seq to write", positiveInt, 1)
     .action((options: { db: string; from: number }) =>
       runCommand(async () => {
-        const log = await openSqliteLog(options.db, { create: false });
+        const log = await openLog(options.db, { create: false });
         try {
           let chunk = "";
           for (const event of log.scan(options.from)) {

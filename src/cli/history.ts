@@ -2,7 +2,7 @@
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { decodeStoredJsonl } from "../events/jsonl.js";
 import type { Stored } from "../events/schema.js";
-import { openSqliteLog } from "../events/sqlite-log.js";
+import { openLog } from "../open.js";
 import { formatProblem } from "../events/validate.js";
 import { InputError, readTextFile } from "./io.js";
 
@@ -23,7 +23,7 @@ function looksLikeSqlite(path: string): boolean {
 
 export async function loadHistory(path: string): Promise<Stored[]> {
   if (looksLikeSqlite(path)) {
-    const log = await openSqliteLog(path, { create: false });
+    const log = await openLog(path, { create: false });
     try {
       return [...log.scan()];
     } finally {

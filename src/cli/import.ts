@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { decodeJsonl } from "../events/jsonl.js";
-import { openSqliteLog } from "../events/sqlite-log.js";
+import { openLog } from "../open.js";
 import { formatProblem } from "../events/validate.js";
 import { InputError, readTextFile, runCommand } from "./io.js";
 
@@ -22,7 +22,7 @@ export function importCommand(program: Command): void {
           process.stderr.write(lines.join("\n") + "\n");
           throw new InputError(`nothing was imported into ${options.db}`);
         }
-        const log = await openSqliteLog(options.db);
+        const log = await openLog(options.db);
         try {
           const seqs = await log.append(decoded.events);
           process.stderr.write(`imported ${seqs.length} events into ${options.db} (seq ${seqs[0]}–${seqs[seqs.length - 1]})\n`);

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { openSqliteLog } from "../events/sqlite-log.js";
+import { openLog } from "../open.js";
 import { httpSink } from "../sinks/http.js";
 import { startReceiver } from "../sinks/receiver.js";
 import { relay } from "../sinks/relay.js";
@@ -37,7 +37,7 @@ export function relayCommand(program: Command): void {
     .option("--until-idle", "stop once every record is delivered")
     .action((options: { db: string; url: string; untilIdle?: boolean }) =>
       runCommand(async () => {
-        const log = await openSqliteLog(options.db, { create: false });
+        const log = await openLog(options.db, { create: false });
         const controller = new AbortController();
         process.once("SIGINT", () => controller.abort());
         process.once("SIGTERM", () => controller.abort());

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { encodeJsonlLine } from "../events/jsonl.js";
-import { openSqliteLog } from "../events/sqlite-log.js";
+import { openLog } from "../open.js";
 import { runCommand } from "./io.js";
 import { positiveInt } from "./options.js";
 
@@ -12,7 +12,7 @@ export function tailCommand(program: Command): void {
     .option("--from <seq>", "start at this seq instead of the next new event", positiveInt)
     .action((options: { db: string; from?: number }) =>
       runCommand(async () => {
-        const log = await openSqliteLog(options.db, { create: false });
+        const log = await openLog(options.db, { create: false });
         const from = options.from ?? (await log.lastSeq()) + 1;
         await new Promise<void>((resolve, reject) => {
           const subscription = log.tail({ from }).subscribe({

@@ -8,7 +8,8 @@ export type LogErrorCode =
   | "not-a-database"
   | "not-a-turnfold-log"
   | "newer-version"
-  | "append-only";
+  | "append-only"
+  | "unknown-projection";
 
 export interface LogError extends Error {
   readonly code: LogErrorCode;

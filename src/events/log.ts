@@ -1,15 +1,17 @@
 /**
- * The log port: the one interface every storage adapter implements. The in-memory and
- * SQLite adapters both pass `test/log-contract.ts`; another backend joins by passing it.
+ * The log port: append, read and tail. Every storage adapter implements it, as part of
+ * the wider `EventStore` (store.ts), and passes the contract suites in `test/support`.
  */
 import { Observable, type Subscription } from "rxjs";
-import type { Stored, TurnfoldEvent } from "./schema.js";
+import type { EventType, Stored, TurnfoldEvent } from "./schema.js";
 
 export interface ReadOptions {
   /** First seq to return (inclusive). Default 1. */
   readonly from?: number;
   /** Page size for the async iterator, or the maximum for `readPage`. */
   readonly limit?: number;
+  /** Only events of this type (the relay reads its dispatch records this way). */
+  readonly type?: EventType;
 }
 
 /** Result of a conditional append: a lost race is a value, not an exception. */
@@ -46,7 +48,7 @@ export async function* readPaged(
   const limit = options.limit ?? defaultPageSize;
   let from = options.from ?? 1;
   for (;;) {
-    const page = await readPage({ from, limit });
+    const page = await readPage({ ...options, from, limit });
     yield* page;
     if (page.length < limit) return;
     from = page[page.length - 1]!.seq + 1;

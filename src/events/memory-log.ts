@@ -1,25 +1,112 @@
-/** In-memory log adapter: for unit tests and embedders who keep nothing on disk. */
+/** In-memory store adapter: for unit tests and embedders who keep nothing on disk. */
+import { randomUUID } from "node:crypto";
 import { Subject } from "rxjs";
 import type { Stored, TurnfoldEvent } from "./schema.js";
-import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type EventLog, type ReadOptions } from "./log.js";
+import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
+import {
+  applyInline,
+  checkProjections,
+  WriteGate,
+  type EventStore,
+  type AnyInlineProjection,
+  type InlineProjection,
+  type ListOptions,
+  type StoreTransaction,
+} from "./store.js";
 
-export class MemoryLog implements EventLog {
+/** Rows are kept as JSON, as the database adapters keep them: what a caller gets back is its own copy. */
+function parse(json: unknown): unknown {
+  return typeof json === "string" ? JSON.parse(json) : undefined;
+}
+
+export interface MemoryLogOptions {
+  readonly projections?: readonly AnyInlineProjection[];
+}
+
+export class MemoryLog implements EventStore {
+  readonly logId = randomUUID();
+  readonly projections: readonly AnyInlineProjection[];
   readonly #events: Stored[] = [];
+  readonly #rows = new Map<string, Map<string, string>>();
+  readonly #deliveries = new Map<string, Set<number>>();
   readonly #appended = new Subject<void>();
+  readonly #gate = new WriteGate();
+
+  constructor(options: MemoryLogOptions = {}) {
+    this.projections = options.projections ?? [];
+    checkProjections(this.projections);
+    for (const p of this.projections) this.#rows.set(p.name, new Map());
+  }
 
   async append(events: readonly TurnfoldEvent[]): Promise<readonly number[]> {
-    return this.#appendNow(events);
+    return this.#gate.run(() => this.#appendNow(events));
   }
 
   async appendAfter(expectedLastSeq: number, events: readonly TurnfoldEvent[]): Promise<ConditionalAppend> {
-    const lastSeq = this.#events.length;
-    if (lastSeq !== expectedLastSeq) return { ok: false, code: "conflict", lastSeq };
-    return { ok: true, seqs: this.#appendNow(events) };
+    return this.#gate.run((): ConditionalAppend => {
+      const lastSeq = this.#events.length;
+      if (lastSeq !== expectedLastSeq) return { ok: false, code: "conflict", lastSeq };
+      return { ok: true, seqs: this.#appendNow(events) };
+    });
+  }
+
+  async transact<T>(body: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    return this.#gate.run(async () => {
+      const eventsBefore = this.#events.length;
+      const rowsBefore = new Map([...this.#rows].map(([name, rows]) => [name, new Map(rows)]));
+      const tx: StoreTransaction = {
+        lastSeq: async () => this.#events.length,
+        append: async (events) => this.#appendNow(events, false),
+        row: async (projection, key) => parse(this.#rows.get(projection.name)?.get(key)) as never,
+      };
+      try {
+        const result = await body(tx);
+        if (this.#events.length > eventsBefore) this.#appended.next();
+        return result;
+      } catch (error) {
+        this.#events.length = eventsBefore;
+        for (const [name, rows] of rowsBefore) this.#rows.set(name, rows);
+        throw error;
+      }
+    });
+  }
+
+  async row<Row>(projection: InlineProjection<Row>, key: string): Promise<Row | undefined> {
+    return parse(this.#registered(projection).get(key)) as Row | undefined;
+  }
+
+  async rows<Row>(projection: InlineProjection<Row>, options: ListOptions): Promise<Row[]> {
+    const rows = [...this.#registered(projection).values()].map(parse) as Row[];
+    return rows
+      .filter((row) => projection.tag(row) === options.tag)
+      .sort((a, b) => projection.updatedAt(a) - projection.updatedAt(b))
+      .slice(0, options.limit ?? Number.MAX_SAFE_INTEGER);
+  }
+
+  async markDelivered(sink: string, recordSeq: number): Promise<void> {
+    const marks = this.#deliveries.get(sink) ?? new Set<number>();
+    this.#deliveries.set(sink, marks);
+    marks.add(recordSeq);
+  }
+
+  async deliveredTo(sink: string, from = 1): Promise<ReadonlySet<number>> {
+    return new Set([...(this.#deliveries.get(sink) ?? [])].filter((seq) => seq >= from));
   }
 
   async readPage(options: ReadOptions = {}): Promise<readonly Stored[]> {
     const from = Math.max(1, options.from ?? 1);
-    return this.#events.slice(from - 1, from - 1 + (options.limit ?? defaultPageSize));
+    const limit = options.limit ?? defaultPageSize;
+    if (options.type === undefined) return this.#events.slice(from - 1, from - 1 + limit);
+    const page: Stored[] = [];
+    for (let i = from - 1; i < this.#events.length && page.length < limit; i++) {
+      if (this.#events[i]!.type === options.type) page.push(this.#events[i]!);
+    }
+    return page;
+  }
+
+  /** Synchronous scan of every event from a seq on, as `SqliteLog.scan`. */
+  *scan(from = 1): Generator<Stored> {
+    for (let i = Math.max(1, from) - 1; i < this.#events.length; i++) yield this.#events[i]!;
   }
 
   read(options?: ReadOptions): AsyncIterable<Stored> {
@@ -38,11 +125,28 @@ export class MemoryLog implements EventLog {
     this.#appended.complete();
   }
 
-  #appendNow(events: readonly TurnfoldEvent[]): number[] {
-    // Copy first, so a caller mutating its objects later cannot rewrite history.
+  #registered(projection: InlineProjection<unknown>): Map<string, string> {
+    const rows = this.#rows.get(projection.name);
+    if (!rows) throw new Error(`inline projection "${projection.name}" is not registered with this log`);
+    return rows;
+  }
+
+  #appendNow(events: readonly TurnfoldEvent[], notify = true): number[] {
+    // Copy first, so a caller mutating its objects later cannot rewrite history; and
+    // build every copy before storing any, so a bad event leaves the log as it was.
     const copies = events.map((event, i) => ({ ...structuredClone(event), seq: this.#events.length + i + 1 }) as Stored);
+    const staged = new Map<string, Map<string, string>>();
+    const get = (p: InlineProjection<unknown>, key: string) =>
+      parse(staged.get(p.name)?.has(key) ? staged.get(p.name)!.get(key) : this.#rows.get(p.name)!.get(key));
+    const put = (p: InlineProjection<unknown>, key: string, row: unknown) => {
+      const rows = staged.get(p.name) ?? new Map<string, string>();
+      staged.set(p.name, rows);
+      rows.set(key, JSON.stringify(row));
+    };
+    for (const copy of copies) applyInline(this.projections, copy, get, put);
     this.#events.push(...copies);
-    if (copies.length > 0) this.#appended.next();
+    for (const [name, rows] of staged) for (const [key, row] of rows) this.#rows.get(name)!.set(key, row);
+    if (notify && copies.length > 0) this.#appended.next();
     return copies.map((e) => e.seq);
   }
 }

@@ -1,5 +1,6 @@
 /**
- * The SQLite layout, shipped in code. Each migration runs in its own BEGIN IMMEDIATE
+ * The SQLite layout of the log itself (events, meta, delivery marks), shipped in code.
+ * Inline projections create their own tables (sqlite-log.ts). Each migration runs in its own BEGIN IMMEDIATE
  * transaction and first re-reads the version inside it: two processes opening a new
  * file at once serialise on the write lock, and the second finds the work done.
  */
@@ -18,13 +19,6 @@ export interface MetaTable {
   value: string;
 }
 
-export interface LedgerTable {
-  delegation: string;
-  delivery: string | null;
-  updated_at: number;
-  row: string;
-}
-
 export interface DeliveriesTable {
   record_seq: number;
   sink: string;
@@ -35,7 +29,6 @@ export interface LogDatabase {
   deliveries: DeliveriesTable;
   events: EventsTable;
   meta: MetaTable;
-  ledger: LedgerTable;
 }
 
 export const applicationName = "turnfold";
@@ -78,16 +71,6 @@ export const migrations: readonly Migration[] = [
   {
     version: 2,
     async up(db) {
-      // The delegation ledger, an inline projection of the delegation.* events: it is
-      // written in the same transaction as the events it follows from (R24–R27).
-      await db.schema
-        .createTable("ledger")
-        .addColumn("delegation", "text", (c) => c.primaryKey())
-        .addColumn("delivery", "text")
-        .addColumn("updated_at", "integer", (c) => c.notNull())
-        .addColumn("row", "text", (c) => c.notNull())
-        .execute();
-      await db.schema.createIndex("ledger_delivery").on("ledger").columns(["delivery", "updated_at"]).execute();
       // Deliveries of dispatch records to sinks: side state of the relay, not events.
       await db.schema
         .createTable("deliveries")
@@ -98,6 +81,15 @@ export const migrations: readonly Migration[] = [
         .execute();
       // Names this log in idempotency keys, so records of two logs never collide at a receiver.
       await db.insertInto("meta").values({ key: "log_id", value: randomUUID() }).execute();
+    },
+  },
+  {
+    version: 3,
+    async up(db) {
+      // Version 2 kept the delegation ledger in a core table. It is now an inline
+      // projection with a table of its own, rebuilt from the events when a log opens
+      // without it, so the old copy is dropped (it holds nothing the events do not).
+      await db.schema.dropTable("ledger").ifExists().execute();
     },
   },
 ];

@@ -153,12 +153,27 @@ export const DelegationReleased = event("delegation.released", ledgerShape);
 export const DelegationDeferred = event("delegation.deferred", ledgerShape);
 export const DelegationDropped = event("delegation.dropped", ledgerShape);
 
+/** A TUI status line carried by a dispatch record (R17): one per item of the turn. */
+export const RecordedStatusLine = z.object({ member: id.nullable(), status: z.string() });
+
+/**
+ * The record of one dispatch (R23). Every consumer of records (the relay, the sinks,
+ * `fromRecord`, the live runner) uses the type inferred from this one schema.
+ */
 export const NotificationDispatched = event("notification.dispatched", {
   session: id,
   consumer: z.string().min(1),
   kind: TurnKind,
   members: z.array(id),
   text: z.string(),
+  /** Seq of the drain or `input.taken` that decided it (absent in records of other tools: the record's own seq stands in). */
+  drainSeq: z.number().int().positive().optional(),
+  /** Its place among the turns that one drain decided. */
+  index: count.optional(),
+  /** The TUI status lines of its items (R17), for a status sink. */
+  statusLines: z.array(RecordedStatusLine).optional(),
+  /** Gateway records: the identity of each entry (process id and start time). */
+  identities: z.array(id).optional(),
 });
 
 export const TurnfoldEvent = z.discriminatedUnion("type", [

@@ -15,11 +15,19 @@ import Database from "better-sqlite3";
 import { Kysely, SqliteDialect, SqliteDriver, CompiledQuery, type DatabaseConnection, type Driver } from "kysely";
 import { Subject, interval, merge, filter } from "rxjs";
 import { logError } from "./errors.js";
-import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type EventLog, type ReadOptions } from "./log.js";
+import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
 import { applicationName, latestVersion, migrations, type LogDatabase } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
-import { ledgerTable, type LedgerTable } from "../ledger/table.js";
-import { defaultLedgerPolicy, type LedgerPolicy } from "../reducers/ledger.js";
+import {
+  applyInline,
+  checkProjections,
+  WriteGate,
+  type EventStore,
+  type AnyInlineProjection,
+  type InlineProjection,
+  type ListOptions,
+  type StoreTransaction,
+} from "./store.js";
 
 export interface SqliteLogOptions {
   /** Create the file (and the layout) when missing. Default true. */
@@ -29,14 +37,12 @@ export interface SqliteLogOptions {
   /** How long a writer waits for another process's lock, in ms. Default 15000. */
   readonly busyTimeoutMs?: number;
   readonly synchronous?: "NORMAL" | "FULL";
-  /** Lease, attempt and age limits of the delegation ledger. */
-  readonly ledgerPolicy?: LedgerPolicy;
-}
-
-/** What a transaction body may do: append (seqs assigned at once) and read the last seq. */
-export interface LogTransaction {
-  append(events: readonly TurnfoldEvent[]): number[];
-  lastSeq(): number;
+  /**
+   * Inline projections kept in the append transaction. Every process that opens one file
+   * must register the same ones (`openLog` does): a file that holds a projection this
+   * opener does not know is refused, since appends would leave its rows behind.
+   */
+  readonly projections?: readonly AnyInlineProjection[];
 }
 
 /** Kysely's SQLite driver begins with a plain BEGIN; a writer must take the lock up front. */
@@ -60,7 +66,7 @@ class ImmediateDialect extends SqliteDialect {
  * Opens (or creates) a turnfold log file.
  *
  * @example
- * const log = await openSqliteLog("session.sqlite");
+ * const log = await openSqliteLog("session.sqlite", { projections: [] });
  * await log.append([{ type: "drain", at: Date.now(), session: "s1", consumer: "tui-poller" }]);
  */
 export async function openSqliteLog(path: string, options: SqliteLogOptions = {}): Promise<SqliteLog> {
@@ -75,7 +81,10 @@ export async function openSqliteLog(path: string, options: SqliteLogOptions = {}
     configure(database, path, options.synchronous ?? "NORMAL");
     const kysely = new Kysely<LogDatabase>({ dialect: new ImmediateDialect(database) });
     await migrate(kysely, database, path, options.create ?? true);
-    return new SqliteLog(database, kysely, options.pollMs ?? 50, options.ledgerPolicy ?? defaultLedgerPolicy);
+    const projections = options.projections ?? [];
+    checkProjections(projections);
+    prepareProjections(database, path, projections);
+    return new SqliteLog(database, kysely, options.pollMs ?? 50, projections);
   } catch (error) {
     database.close();
     throw error;
@@ -138,87 +147,157 @@ async function migrate(kysely: Kysely<LogDatabase>, database: Database.Database,
   }
 }
 
+const projectionKey = (name: string) => `projection:${name}`;
+const projectionTable = (name: string) => `projection_${name}`;
+
+/**
+ * Gives each projection its table, and rebuilds the rows from the events when the file
+ * was written without it or with another version of it. Runs under the write lock and
+ * re-reads the version inside, like the migrations.
+ */
+function prepareProjections(db: Database.Database, path: string, projections: readonly AnyInlineProjection[]): void {
+  const known = new Set(projections.map((p) => projectionKey(p.name)));
+  const stored = db.prepare("SELECT key FROM meta WHERE key LIKE 'projection:%'").pluck().all() as string[];
+  const unknown = stored.filter((key) => !known.has(key));
+  if (unknown.length > 0) {
+    throw logError(
+      "unknown-projection",
+      path,
+      `${path}: this log keeps the inline projection ${unknown.map((k) => `"${k.slice(11)}"`).join(", ")}, which this opener did not register; open it with openLog()`,
+    );
+  }
+  const version = db.prepare("SELECT value FROM meta WHERE key = ?").pluck();
+  const setVersion = db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+  for (const projection of projections as readonly InlineProjection<unknown>[]) {
+    const key = projectionKey(projection.name);
+    if (version.get(key) === String(projection.version)) continue;
+    db.transaction(() => {
+      if (version.get(key) === String(projection.version)) return;
+      const table = projectionTable(projection.name);
+      db.exec(`DROP TABLE IF EXISTS ${table}`);
+      db.exec(`CREATE TABLE ${table} (key TEXT PRIMARY KEY, tag TEXT, updated_at INTEGER NOT NULL, row TEXT NOT NULL)`);
+      db.exec(`CREATE INDEX ${table}_tag ON ${table} (tag, updated_at)`);
+      const access = rowAccess(db, [projection]);
+      const types = [...projection.eventTypes];
+      const page = db
+        .prepare(`SELECT seq, body FROM events WHERE type IN (${types.map(() => "?").join(", ")}) AND seq > ? ORDER BY seq LIMIT 5000`)
+        .raw();
+      // Paged: better-sqlite3 allows no writes on a connection while a statement iterates.
+      for (let after = 0; ; ) {
+        const rows = page.all(...types, after) as [number, string][];
+        for (const [seq, body] of rows) applyInline([projection as AnyInlineProjection], toStored({ seq, body }), access.get, access.put);
+        if (rows.length === 0) break;
+        after = rows[rows.length - 1]![0];
+      }
+      setVersion.run(key, String(projection.version));
+    }).immediate();
+  }
+}
+
+interface RowAccess {
+  get(projection: InlineProjection<unknown>, key: string): unknown;
+  put(projection: InlineProjection<unknown>, key: string, row: unknown): void;
+  list(projection: InlineProjection<unknown>, tag: string | null, limit: number): unknown[];
+}
+
+/** Cached statements for the projections' tables. */
+function rowAccess(db: Database.Database, projections: readonly InlineProjection<unknown>[]): RowAccess {
+  const statements = new Map(
+    projections.map((p) => {
+      const table = projectionTable(p.name);
+      return [
+        p.name,
+        {
+          select: db.prepare(`SELECT row FROM ${table} WHERE key = ?`).pluck(),
+          upsert: db.prepare(
+            `INSERT INTO ${table} (key, tag, updated_at, row) VALUES (?, ?, ?, ?) ` +
+              "ON CONFLICT (key) DO UPDATE SET tag = excluded.tag, updated_at = excluded.updated_at, row = excluded.row",
+          ),
+          tagged: db.prepare(`SELECT row FROM ${table} WHERE tag = ? ORDER BY updated_at LIMIT ?`).pluck(),
+          untagged: db.prepare(`SELECT row FROM ${table} WHERE tag IS NULL ORDER BY updated_at LIMIT ?`).pluck(),
+        },
+      ] as const;
+    }),
+  );
+  const of = (p: InlineProjection<unknown>) => {
+    const found = statements.get(p.name);
+    if (!found) throw new Error(`inline projection "${p.name}" is not registered with this log`);
+    return found;
+  };
+  return {
+    get(p, key) {
+      const json = of(p).select.get(key) as string | undefined;
+      return json === undefined ? undefined : JSON.parse(json);
+    },
+    put(p, key, row) {
+      of(p).upsert.run(key, p.tag(row), p.updatedAt(row), JSON.stringify(row));
+    },
+    list(p, tag, limit) {
+      const rows = (tag === null ? of(p).untagged.all(limit) : of(p).tagged.all(tag, limit)) as string[];
+      return rows.map((json) => JSON.parse(json) as unknown);
+    },
+  };
+}
+
 interface Row {
   seq: number;
   body: string;
 }
 
-export class SqliteLog implements EventLog {
+export class SqliteLog implements EventStore {
+  readonly logId: string;
+  readonly projections: readonly AnyInlineProjection[];
   readonly #db: Database.Database;
   readonly #kysely: Kysely<LogDatabase>;
   readonly #pollMs: number;
   readonly #appended = new Subject<void>();
+  readonly #gate = new WriteGate();
+  readonly #rows: RowAccess;
   readonly #insert: Database.Statement;
   readonly #bodies: Database.Statement;
+  readonly #bodiesOfType: Database.Statement;
   readonly #last: Database.Statement;
+  readonly #mark: Database.Statement;
+  readonly #marks: Database.Statement;
+  readonly #insertAll: (events: readonly TurnfoldEvent[]) => number[];
   readonly #appendAll: (events: readonly TurnfoldEvent[]) => number[];
   readonly #appendIf: (expected: number, events: readonly TurnfoldEvent[]) => ConditionalAppend;
-  readonly #transact: <T>(body: (tx: LogTransaction) => T) => T;
-  readonly #ledger: LedgerTable;
   #closed = false;
 
-  constructor(db: Database.Database, kysely: Kysely<LogDatabase>, pollMs: number, policy: LedgerPolicy) {
+  constructor(db: Database.Database, kysely: Kysely<LogDatabase>, pollMs: number, projections: readonly AnyInlineProjection[]) {
     this.#db = db;
     this.#kysely = kysely;
     this.#pollMs = pollMs;
+    this.projections = projections;
+    this.logId = String(db.prepare("SELECT value FROM meta WHERE key = 'log_id'").pluck().get());
+    this.#rows = rowAccess(db, projections as readonly InlineProjection<unknown>[]);
     this.#insert = db.prepare("INSERT INTO events (seq, type, at, body) VALUES (?, ?, ?, ?)");
     this.#bodies = db.prepare("SELECT seq, body FROM events WHERE seq >= ? ORDER BY seq LIMIT ?").raw();
+    this.#bodiesOfType = db.prepare("SELECT seq, body FROM events WHERE type = ? AND seq >= ? ORDER BY seq LIMIT ?").raw();
     this.#last = db.prepare("SELECT coalesce(max(seq), 0) FROM events").pluck();
+    this.#mark = db.prepare("INSERT OR IGNORE INTO deliveries (record_seq, sink, delivered_at) VALUES (?, ?, ?)");
+    this.#marks = db.prepare("SELECT record_seq FROM deliveries WHERE sink = ? AND record_seq >= ?").pluck();
+    const inline = new Set(projections.flatMap((p) => [...p.eventTypes]));
     // Seqs are assigned inside the write transaction: the lock is held, so max+1 is ours.
     // The body is the producer's event as JSON; the seq lives in its own column. (Writing
     // the seq into the body too made appends about 15% slower, measured; reads add it.)
-    this.#ledger = ledgerTable(db, policy);
-    const insertAll = (events: readonly TurnfoldEvent[]) => {
+    this.#insertAll = (events) => {
       let seq = this.#last.get() as number;
       return events.map((e) => {
         seq += 1;
-        const body = JSON.stringify(withoutSeq(e));
-        this.#insert.run(seq, e.type, e.at, body);
-        // The one inline projection: the ledger follows in the same transaction.
-        if (e.type.startsWith("delegation.")) this.#ledger.apply(toStored({ seq, body }));
+        this.#insert.run(seq, e.type, e.at, JSON.stringify(withoutSeq(e)));
+        if (inline.has(e.type)) applyInline(this.projections, { ...e, seq } as Stored, this.#rows.get, this.#rows.put);
         return seq;
       });
     };
-    const all = db.transaction(insertAll);
+    const all = db.transaction(this.#insertAll);
     const conditional = db.transaction((expected: number, events: readonly TurnfoldEvent[]): ConditionalAppend => {
       const lastSeq = this.#last.get() as number;
       if (lastSeq !== expected) return { ok: false, code: "conflict", lastSeq };
-      return { ok: true, seqs: insertAll(events) };
+      return { ok: true, seqs: this.#insertAll(events) };
     });
-    const transaction = db.transaction((body: (tx: LogTransaction) => unknown) =>
-      body({ append: insertAll, lastSeq: () => this.#last.get() as number }),
-    );
-    this.#transact = <T>(body: (tx: LogTransaction) => T) => {
-      const before = this.#last.get() as number;
-      const result = transaction.immediate(body) as T;
-      if ((this.#last.get() as number) !== before) this.#appended.next();
-      return result;
-    };
     this.#appendAll = (events) => all.immediate(events);
     this.#appendIf = (expected, events) => conditional.immediate(expected, events);
-  }
-
-  /**
-   * Runs `body` in one BEGIN IMMEDIATE transaction: what it reads cannot change under it
-   * and what it appends lands with it or not at all. `body` must be synchronous.
-   */
-  transact<T>(body: (tx: LogTransaction) => T): T {
-    return this.#transact(body);
-  }
-
-  /** The delegation ledger table, read from inside or outside a transaction. */
-  get ledger(): LedgerTable {
-    return this.#ledger;
-  }
-
-  /** A random id given to this log file when it was created. */
-  get logId(): string {
-    return String(this.#db.prepare("SELECT value FROM meta WHERE key = 'log_id'").pluck().get());
-  }
-
-  /** The underlying better-sqlite3 handle, for the relay's side tables. */
-  get database(): Database.Database {
-    return this.#db;
   }
 
   /** The kysely handle, for read-only queries of your own. */
@@ -227,25 +306,82 @@ export class SqliteLog implements EventLog {
   }
 
   async append(events: readonly TurnfoldEvent[]): Promise<readonly number[]> {
-    return this.appendSync(events);
+    return this.#gate.run(() => this.#appendNotify(events));
   }
 
-  /** Synchronous append, for callers that must not yield between deciding and writing. */
+  /**
+   * Synchronous append, for a writer that must not yield (the crash tests' children).
+   * Refused while an asynchronous transaction of this handle is open.
+   */
   appendSync(events: readonly TurnfoldEvent[]): number[] {
-    const seqs = this.#appendAll(events);
-    if (seqs.length > 0) this.#appended.next();
-    return seqs;
+    if (this.#gate.held) throw new Error("appendSync: a transaction of this log is open; use append()");
+    return this.#appendNotify(events);
   }
 
   async appendAfter(expectedLastSeq: number, events: readonly TurnfoldEvent[]): Promise<ConditionalAppend> {
-    const result = this.#appendIf(expectedLastSeq, events);
-    if (result.ok && result.seqs.length > 0) this.#appended.next();
-    return result;
+    return this.#gate.run(() => {
+      const result = this.#appendIf(expectedLastSeq, events);
+      if (result.ok && result.seqs.length > 0) this.#appended.next();
+      return result;
+    });
+  }
+
+  /**
+   * BEGIN IMMEDIATE, then the body, then COMMIT. The body may await, so the gate keeps
+   * this process's other writers (and readers, who would see uncommitted rows on this
+   * connection) out until the transaction ends; other processes wait on SQLite's lock.
+   */
+  async transact<T>(body: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    return this.#gate.run(async () => {
+      this.#db.exec("BEGIN IMMEDIATE");
+      let appended = false;
+      const tx: StoreTransaction = {
+        lastSeq: async () => this.#last.get() as number,
+        append: async (events) => {
+          const seqs = this.#insertAll(events);
+          appended ||= seqs.length > 0;
+          return seqs;
+        },
+        row: async (projection, key) => this.#rows.get(projection as InlineProjection<unknown>, key) as never,
+      };
+      try {
+        const result = await body(tx);
+        this.#db.exec("COMMIT");
+        if (appended) this.#appended.next();
+        return result;
+      } catch (error) {
+        if (this.#db.inTransaction) this.#db.exec("ROLLBACK");
+        throw error;
+      }
+    });
+  }
+
+  async row<Row>(projection: InlineProjection<Row>, key: string): Promise<Row | undefined> {
+    return this.#read(() => this.#rows.get(projection as InlineProjection<unknown>, key) as Row | undefined);
+  }
+
+  async rows<Row>(projection: InlineProjection<Row>, options: ListOptions): Promise<Row[]> {
+    const limit = options.limit ?? 1_000_000_000;
+    return this.#read(() => this.#rows.list(projection as InlineProjection<unknown>, options.tag, limit) as Row[]);
+  }
+
+  async markDelivered(sink: string, recordSeq: number, at: number): Promise<void> {
+    await this.#gate.run(() => this.#mark.run(recordSeq, sink, at));
+  }
+
+  async deliveredTo(sink: string, from = 1): Promise<ReadonlySet<number>> {
+    return this.#read(() => new Set(this.#marks.all(sink, from) as number[]));
   }
 
   async readPage(options: ReadOptions = {}): Promise<readonly Stored[]> {
-    const rows = this.#bodies.all(options.from ?? 1, options.limit ?? defaultPageSize) as [number, string][];
-    return rows.map(([seq, body]) => toStored({ seq, body }));
+    return this.#read(() => {
+      const from = options.from ?? 1;
+      const limit = options.limit ?? defaultPageSize;
+      const rows = (
+        options.type === undefined ? this.#bodies.all(from, limit) : this.#bodiesOfType.all(options.type, from, limit)
+      ) as [number, string][];
+      return rows.map(([seq, body]) => toStored({ seq, body }));
+    });
   }
 
   read(options?: ReadOptions): AsyncIterable<Stored> {
@@ -267,11 +403,7 @@ export class SqliteLog implements EventLog {
   }
 
   async lastSeq(): Promise<number> {
-    const row = await this.#kysely
-      .selectFrom("events")
-      .select((eb) => eb.fn.coalesce(eb.fn.max("seq"), eb.lit(0)).as("last"))
-      .executeTakeFirstOrThrow();
-    return Number(row.last);
+    return this.#read(() => this.#last.get() as number);
   }
 
   tail(options: { readonly from?: number } = {}) {
@@ -297,7 +429,19 @@ export class SqliteLog implements EventLog {
     if (this.#closed) return;
     this.#closed = true;
     this.#appended.complete();
+    await this.#gate.run(() => undefined);
     await this.#kysely.destroy();
+  }
+
+  #appendNotify(events: readonly TurnfoldEvent[]): number[] {
+    const seqs = this.#appendAll(events);
+    if (seqs.length > 0) this.#appended.next();
+    return seqs;
+  }
+
+  /** Reads wait out an open transaction of this handle, whose rows are not committed yet. */
+  async #read<T>(read: () => T): Promise<T> {
+    return this.#gate.held ? this.#gate.run(read) : read();
   }
 
   #dataVersion(): number {

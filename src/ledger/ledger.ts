@@ -1,20 +1,13 @@
 /**
- * The delegation ledger's commands (R24–R27) over a SQLite log. Each command reads the
- * row, decides, and appends the event that records the decision in one IMMEDIATE
+ * The delegation ledger's commands (R24–R27) over any store. Each command reads the
+ * row, decides, and appends the event that records the decision in one store
  * transaction; the row follows in that same transaction. Lost races are values.
  */
 import { randomUUID } from "node:crypto";
 import type { TurnfoldEvent } from "../events/schema.js";
-import type { SqliteLog } from "../events/sqlite-log.js";
-import {
-  decideClaim,
-  decideWithClaim,
-  defaultLedgerPolicy,
-  releaseDrops,
-  type LedgerPolicy,
-  type LedgerRow,
-  type Refusal,
-} from "../reducers/ledger.js";
+import type { EventStore, StoreTransaction } from "../events/store.js";
+import { decideClaim, decideWithClaim, releaseDrops, type LedgerPolicy, type LedgerRow, type Refusal } from "../reducers/ledger.js";
+import { ledgerOf, type LedgerProjection } from "./projection.js";
 import { isAlive as processIsAlive } from "./process-identity.js";
 
 export type ClaimResult =
@@ -30,7 +23,6 @@ export interface LedgerOptions {
   readonly clock?: () => number;
   readonly newClaim?: () => string;
   readonly isAlive?: (pid: number, start: string | undefined) => boolean;
-  readonly policy?: LedgerPolicy;
 }
 
 export interface Recovery {
@@ -44,8 +36,16 @@ export interface Recovery {
 
 type Kind = "delegation.delivered" | "delegation.released" | "delegation.deferred" | "delegation.dropped";
 
+/**
+ * @example
+ * const log = await openLog("agent.sqlite", { ledgerPolicy: { ...defaultLedgerPolicy, leaseMs: 60_000 } });
+ * const ledger = new Ledger(log, { consumer: "worker-1" });
+ * const claim = await ledger.claim("d1");
+ * if (claim.claimed) await ledger.complete("d1", claim.claim);
+ */
 export class Ledger {
-  readonly #log: SqliteLog;
+  readonly #log: EventStore;
+  readonly #table: LedgerProjection;
   readonly #consumer: string | undefined;
   readonly #clock: () => number;
   readonly #newClaim: () => string;
@@ -53,51 +53,57 @@ export class Ledger {
   readonly #policy: LedgerPolicy;
   #lastSweep = Number.NEGATIVE_INFINITY;
 
-  constructor(log: SqliteLog, options: LedgerOptions = {}) {
+  /** The policy is the one the store was opened with (`openLog({ ledgerPolicy })`). */
+  constructor(log: EventStore, options: LedgerOptions = {}) {
     this.#log = log;
+    this.#table = ledgerOf(log);
+    this.#policy = this.#table.policy;
     this.#consumer = options.consumer;
     this.#clock = options.clock ?? Date.now;
     this.#newClaim = options.newClaim ?? randomUUID;
     this.#isAlive = options.isAlive ?? processIsAlive;
-    this.#policy = options.policy ?? defaultLedgerPolicy;
   }
 
-  row(delegation: string): LedgerRow | undefined {
-    return this.#log.ledger.get(delegation);
+  get policy(): LedgerPolicy {
+    return this.#policy;
   }
 
-  pending(): LedgerRow[] {
-    return this.#log.ledger.byDelivery("pending");
+  row(delegation: string): Promise<LedgerRow | undefined> {
+    return this.#log.row(this.#table, delegation);
+  }
+
+  pending(): Promise<LedgerRow[]> {
+    return this.#log.rows(this.#table, { tag: "pending" });
   }
 
   /** Atomic: succeeds only on a pending row with no claim or one older than the lease; counts an attempt. */
-  claim(delegation: string): ClaimResult {
-    return this.#log.transact((tx) => {
+  claim(delegation: string): Promise<ClaimResult> {
+    return this.#log.transact(async (tx): Promise<ClaimResult> => {
       const now = this.#clock();
-      const reason = decideClaim(this.row(delegation), now, this.#policy);
+      const reason = decideClaim(await tx.row(this.#table, delegation), now, this.#policy);
       if (reason) return { claimed: false, reason };
       const claim = this.#newClaim();
-      tx.append([this.#event("delegation.claimed", delegation, claim, now)]);
-      return { claimed: true, claim, row: this.row(delegation)! };
+      await tx.append([this.#event("delegation.claimed", delegation, claim, now)]);
+      return { claimed: true, claim, row: (await tx.row(this.#table, delegation))! };
     });
   }
 
   /** The owner received it: delivered, final. */
-  complete(delegation: string, claim: string): Transition {
+  complete(delegation: string, claim: string): Promise<Transition> {
     return this.#withClaim(delegation, claim, () => "delegation.delivered");
   }
 
   /** Gives the claim back; at the attempt limit the row is dropped instead. */
-  release(delegation: string, claim: string): Transition {
+  release(delegation: string, claim: string): Promise<Transition> {
     return this.#withClaim(delegation, claim, (row) => (releaseDrops(row, this.#policy) ? "delegation.dropped" : "delegation.released"));
   }
 
   /** Gives the claim back without spending the attempt (the owner was busy, say). */
-  defer(delegation: string, claim: string): Transition {
+  defer(delegation: string, claim: string): Promise<Transition> {
     return this.#withClaim(delegation, claim, () => "delegation.deferred");
   }
 
-  drop(delegation: string, claim: string): Transition {
+  drop(delegation: string, claim: string): Promise<Transition> {
     return this.#withClaim(delegation, claim, () => "delegation.dropped");
   }
 
@@ -105,18 +111,18 @@ export class Ledger {
    * On start (R26, R27): running rows whose owner died are completed as `unknown`;
    * pending rows older than the age limit are dropped; the rest are offered once.
    */
-  recover(): Recovery {
-    const recovered = this.#completeOrphans(0);
+  async recover(): Promise<Recovery> {
+    const recovered = await this.#completeOrphans(0);
     const dropped: string[] = [];
     const offered: LedgerRow[] = [];
     const now = this.#clock();
-    for (const row of this.pending()) {
+    for (const row of await this.pending()) {
       if (now - (row.completedAt ?? row.dispatchedAt) <= this.#policy.maxAgeMs) {
         offered.push(row);
         continue;
       }
-      const claim = this.claim(row.delegation);
-      if (claim.claimed && this.drop(row.delegation, claim.claim).ok) dropped.push(row.delegation);
+      const claim = await this.claim(row.delegation);
+      if (claim.claimed && (await this.drop(row.delegation, claim.claim)).ok) dropped.push(row.delegation);
     }
     return { offered, dropped, recovered };
   }
@@ -125,16 +131,16 @@ export class Ledger {
    * Re-offers rows idle for the idle limit whose owner is dead (R27), at most once per
    * sweep interval; returns undefined when it is too soon to sweep again.
    */
-  sweep(): readonly LedgerRow[] | undefined {
+  async sweep(): Promise<readonly LedgerRow[] | undefined> {
     const now = this.#clock();
     if (now - this.#lastSweep < this.#policy.sweepEveryMs) return undefined;
     this.#lastSweep = now;
-    this.#completeOrphans(this.#policy.idleMs);
+    await this.#completeOrphans(this.#policy.idleMs);
     const offered: LedgerRow[] = [];
-    for (const row of this.pending()) {
+    for (const row of await this.pending()) {
       if (now - row.updatedAt < this.#policy.idleMs || this.#ownerAlive(row)) continue;
-      if (row.claim !== undefined) this.release(row.delegation, row.claim);
-      const after = this.row(row.delegation);
+      if (row.claim !== undefined) await this.release(row.delegation, row.claim);
+      const after = await this.row(row.delegation);
       if (after?.delivery === "pending") offered.push(after);
     }
     return offered;
@@ -144,14 +150,14 @@ export class Ledger {
     return row.ownerPid === undefined || this.#isAlive(row.ownerPid, row.ownerStart);
   }
 
-  #completeOrphans(idleMs: number): string[] {
+  async #completeOrphans(idleMs: number): Promise<string[]> {
     const recovered: string[] = [];
     const now = this.#clock();
-    for (const row of this.#log.ledger.byDelivery(null)) {
+    for (const row of await this.#log.rows(this.#table, { tag: null })) {
       if (now - row.updatedAt < idleMs || this.#ownerAlive(row)) continue;
-      const done = this.#log.transact((tx) => {
-        if (this.row(row.delegation)?.delivery !== undefined) return false;
-        tx.append([
+      const done = await this.#log.transact(async (tx) => {
+        if ((await tx.row(this.#table, row.delegation))?.delivery !== undefined) return false;
+        await tx.append([
           {
             type: "delegation.completed",
             at: now,
@@ -167,13 +173,13 @@ export class Ledger {
     return recovered;
   }
 
-  #withClaim(delegation: string, claim: string, kind: (row: LedgerRow) => Kind): Transition {
-    return this.#log.transact((tx): Transition => {
-      const row = this.row(delegation);
+  #withClaim(delegation: string, claim: string, kind: (row: LedgerRow) => Kind): Promise<Transition> {
+    return this.#log.transact(async (tx: StoreTransaction): Promise<Transition> => {
+      const row = await tx.row(this.#table, delegation);
       const reason = decideWithClaim(row, claim);
       if (reason) return { ok: false, reason };
-      tx.append([this.#event(kind(row!), delegation, claim, this.#clock())]);
-      return { ok: true, row: this.row(delegation)! };
+      await tx.append([this.#event(kind(row!), delegation, claim, this.#clock())]);
+      return { ok: true, row: (await tx.row(this.#table, delegation))! };
     });
   }
 

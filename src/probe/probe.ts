@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DrainConsumer, Stored, TurnfoldEvent } from "../events/schema.js";
-import { openSqliteLog, type SqliteLog } from "../events/sqlite-log.js";
+import { openLog, type TurnfoldLog } from "../open.js";
 import { Projection } from "../projections/project.js";
 import { recordDispatches } from "../projections/record.js";
 import { soloText } from "../projections/solo.js";
@@ -47,7 +47,7 @@ const mixedOrder = [0, 0, 0, 0, 1, 2, 2, 2, 2, 3, 4, 4, 4, 4];
 
 interface Context {
   readonly dir: string;
-  readonly log: SqliteLog;
+  readonly log: TurnfoldLog;
   readonly supervisor: Supervisor;
   readonly consumer: DrainConsumer;
 }
@@ -163,7 +163,7 @@ async function waitForEvent(ctx: Context, test: (e: Stored) => boolean): Promise
 
 export async function runProbe(consumer: ProbeConsumer, scenario: Scenario): Promise<ProbeRun> {
   const dir = mkdtempSync(join(tmpdir(), "turnfold-probe-"));
-  const log = await openSqliteLog(join(dir, "probe.sqlite"));
+  const log = await openLog(join(dir, "probe.sqlite"));
   const receiver = await startReceiver();
   const supervisor = new Supervisor({ log, killGraceMs: 500 });
   const ctx: Context = { dir, log, supervisor, consumer: consumer === "cli" ? "cli-idle" : consumer };

@@ -47,7 +47,7 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
   const fold = (event: Stored) => {
     if (event.type === "notification.dispatched") {
       const turn = fromRecord(event);
-      pending.delete(`${turn.seq}:${(event as { index?: number }).index ?? 0}`);
+      pending.delete(`${turn.seq}:${event.index ?? 0}`);
       emit(turn);
       return;
     }

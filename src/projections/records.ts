@@ -2,16 +2,8 @@
 import type { EventOf, Stored } from "../events/schema.js";
 import type { StatusLine, Turn } from "./project.js";
 
-export type DispatchRecord = EventOf<"notification.dispatched"> & {
-  /** Seq of the drain or `input.taken` that decided it. */
-  readonly drainSeq: number;
-  /** Its place among the turns that one drain decided. */
-  readonly index: number;
-  /** The TUI status lines of its items (R17), for a status sink. */
-  readonly statusLines?: readonly { readonly member: string | null; readonly status: string }[];
-  /** Gateway records: the identity of each entry (process id and start time). */
-  readonly identities?: readonly string[];
-};
+/** The record as written: the schema's type, with the fields a runner always sets. */
+export type DispatchRecord = EventOf<"notification.dispatched"> & { readonly drainSeq: number; readonly index: number };
 
 export function toRecord(turn: Turn, index: number, at: number, statusLines: readonly StatusLine[] = []): DispatchRecord {
   return {
@@ -31,14 +23,14 @@ export function toRecord(turn: Turn, index: number, at: number, statusLines: rea
 
 /** The turn a stored record stands for; a record with no `drainSeq` uses its own seq. */
 export function fromRecord(record: Stored<EventOf<"notification.dispatched">>): Turn {
-  const drainSeq = (record as { drainSeq?: unknown }).drainSeq;
   return {
     type: "turn",
-    seq: typeof drainSeq === "number" ? drainSeq : record.seq,
+    seq: record.drainSeq ?? record.seq,
     session: record.session,
     consumer: record.consumer,
     kind: record.kind,
     members: record.members,
     text: record.text,
+    ...(record.identities ? { identities: record.identities } : {}),
   };
 }

@@ -6,7 +6,7 @@
 import type { EventOf, Stored } from "../events/schema.js";
 import type { Decisions } from "./decisions.js";
 import { place } from "./ownership.js";
-import { makeItem } from "./processes.js";
+import { makeItem } from "./items.js";
 import type { ItemContext, State } from "./state.js";
 
 export function delegationDispatched(state: State, e: Stored<EventOf<"delegation.dispatched">>): void {

@@ -7,7 +7,8 @@
  */
 import type { EventOf, Stored, TurnKind } from "../events/schema.js";
 import type { Decisions, Fate } from "./decisions.js";
-import { isLive, release } from "./ownership.js";
+import { release } from "./items.js";
+import { isLive } from "./ownership.js";
 import { turnKindOf, type InboxEntry, type Item, type Session, type State } from "./state.js";
 
 /** Surfaces whose drains admit nothing here: headless ones (R18) and the gateway (§7). */

@@ -6,7 +6,7 @@
  * Time is event time, so a replay gives the same messages as the live run.
  */
 import type { Decisions } from "./decisions.js";
-import { release } from "./ownership.js";
+import { release } from "./items.js";
 import { turnKindOf, type GatewayWindow, type Item, type Session, type State } from "./state.js";
 
 /** The route of a gateway session: its key and every field of its chat address. */

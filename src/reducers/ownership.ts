@@ -5,6 +5,7 @@
  */
 import type { Decisions } from "./decisions.js";
 import { gatewayAdmit } from "./gateway.js";
+import { insertInOrder, release } from "./items.js";
 import type { Item, Session, State } from "./state.js";
 
 /** Follows an extra key to its session, then compression successors to the tip. */
@@ -42,13 +43,6 @@ export function place(state: State, item: Item, seq: number, out: Decisions): vo
   }
 }
 
-/** Appends, or inserts by seq when an item comes back from parking or another queue. */
-export function insertInOrder(queue: Item[], item: Item): void {
-  let i = queue.length;
-  while (i > 0 && queue[i - 1]!.seq > item.seq) i--;
-  queue.splice(i, 0, item);
-}
-
 function park(state: State, item: Item, seq: number, out: Decisions): void {
   const owner = item.owner!;
   item.parkedAt = state.now;
@@ -83,19 +77,5 @@ export function unpark(state: State, seq: number, out: Decisions): void {
     delete item.parkedAt;
     insertInOrder(tip.queue, item);
     out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what: "unparked", session: tip.key } });
-  }
-}
-
-/**
- * An item reached its end (dispatched, consumed, dropped, evicted): its process record
- * goes, and a delegation result is settled, so a later copy makes no turn.
- */
-export function release(state: State, item: Item): void {
-  if (item.member === null) return;
-  if (item.kind === "completion") {
-    state.processes.delete(item.member);
-  } else if (item.event.type === "delegation.completed") {
-    state.delegations.delete(item.member);
-    state.settled.add(item.member);
   }
 }

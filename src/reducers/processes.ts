@@ -4,8 +4,9 @@
  */
 import type { EventOf, Stored } from "../events/schema.js";
 import type { Decisions } from "./decisions.js";
+import { makeItem } from "./items.js";
 import { place } from "./ownership.js";
-import type { Item, ItemContext, ItemKind, Proc, State } from "./state.js";
+import type { ItemContext, ItemKind, Proc, State } from "./state.js";
 
 function newProc(id: string): Proc {
   return {
@@ -31,10 +32,6 @@ function contextOf(proc: Proc, startedAt: number): ItemContext {
   if (proc.ownerTask !== undefined) context.ownerTask = proc.ownerTask;
   if (proc.handoffNote !== undefined) context.handoffNote = proc.handoffNote;
   return context;
-}
-
-export function makeItem(kind: ItemKind, event: Stored, member: string | null, owner: string | undefined, context: ItemContext): Item {
-  return { seq: event.seq, kind, member, owner, event, context };
 }
 
 export function processStarted(state: State, e: Stored<EventOf<"process.started">>): void {

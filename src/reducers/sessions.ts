@@ -1,7 +1,8 @@
 /** Sessions: opening and resuming, extra keys, compression lineage, closing, busy turns. */
 import type { EventOf, Stored } from "../events/schema.js";
 import type { Decisions } from "./decisions.js";
-import { insertInOrder, lineageTip, place, release, unpark } from "./ownership.js";
+import { insertInOrder, release } from "./items.js";
+import { lineageTip, place, unpark } from "./ownership.js";
 import type { Session, State } from "./state.js";
 
 function newSession(key: string, from?: Session): Session {

@@ -5,9 +5,9 @@
  * transaction, only after the sink accepted it, and no transaction is open while the
  * sink is called. A crash between the two means one repeat, with the same key.
  */
-import type Database from "better-sqlite3";
 import type { EventOf, Stored } from "../events/schema.js";
-import type { DispatchedTurn, SinkStatusLine, TurnSink } from "./sink.js";
+import type { EventStore } from "../events/store.js";
+import { dispatchedTurn, type DispatchedTurn, type TurnSink } from "./sink.js";
 
 export interface RelayOptions {
   /** First retry delay after a failure, in ms. Default 100. */
@@ -31,37 +31,32 @@ interface Lane {
   retryAt: number;
 }
 
-type Record = Stored<EventOf<"notification.dispatched">> & { statusLines?: SinkStatusLine[]; identities?: string[] };
+type Record = Stored<EventOf<"notification.dispatched">>;
 
-/** What the relay reads and marks: a SqliteLog is one. */
-export interface RelaySource {
-  readonly database: Database.Database;
-  readonly logId: string;
-}
-
-export async function relay(log: RelaySource, sink: TurnSink, options: RelayOptions = {}): Promise<{ delivered: number }> {
-  const db = log.database;
-  const logId = log.logId;
+/**
+ * Delivers every dispatch record of `log` to `sink`, oldest first per session, and marks
+ * each one delivered once the sink took it. Works on any store adapter.
+ */
+export async function relay(log: EventStore, sink: TurnSink, options: RelayOptions = {}): Promise<{ delivered: number }> {
   const clock = options.clock ?? Date.now;
-  const records = db.prepare("SELECT seq, body FROM events WHERE type = 'notification.dispatched' AND seq > ? ORDER BY seq").raw();
-  const done = db.prepare("SELECT record_seq FROM deliveries WHERE sink = ?").pluck();
-  const mark = db.prepare("INSERT OR IGNORE INTO deliveries (record_seq, sink, delivered_at) VALUES (?, ?, ?)");
-  const markDelivered = db.transaction((seq: number) => mark.run(seq, sink.name, clock()));
-  const delivered = new Set(done.all(sink.name) as number[]);
+  const delivered = await log.deliveredTo(sink.name);
   const lanes = new Map<string, Lane>();
-  let cursor = 0;
+  let cursor = 1;
   let count = 0;
   let inFlight = 0;
   let wake: (() => void) | undefined;
 
-  const load = () => {
-    for (const [seq, body] of records.all(cursor) as [number, string][]) {
-      const record = { ...(JSON.parse(body) as Record), seq };
-      cursor = record.seq;
-      if (delivered.has(record.seq)) continue;
-      const lane = lanes.get(record.session) ?? { waiting: [], busy: false, failures: 0, retryAt: 0 };
-      lanes.set(record.session, lane);
-      lane.waiting.push(toTurn(logId, record));
+  const load = async () => {
+    for (;;) {
+      const page = (await log.readPage({ from: cursor, type: "notification.dispatched" })) as Record[];
+      for (const record of page) {
+        cursor = record.seq + 1;
+        if (delivered.has(record.seq)) continue;
+        const lane = lanes.get(record.session) ?? { waiting: [], busy: false, failures: 0, retryAt: 0 };
+        lanes.set(record.session, lane);
+        lane.waiting.push(dispatchedTurn(log.logId, record));
+      }
+      if (page.length === 0) return;
     }
   };
 
@@ -70,8 +65,8 @@ export async function relay(log: RelaySource, sink: TurnSink, options: RelayOpti
     lane.busy = true;
     inFlight++;
     sink.deliver(turn).then(
-      () => {
-        markDelivered.immediate(turn.recordSeq);
+      async () => {
+        await log.markDelivered(sink.name, turn.recordSeq, clock());
         lane.waiting.shift();
         lane.failures = 0;
         count++;
@@ -82,7 +77,10 @@ export async function relay(log: RelaySource, sink: TurnSink, options: RelayOpti
         lane.retryAt = clock() + backoff;
         options.onError?.(turn, error);
       },
-    ).finally(() => {
+    )
+      // Marking failed (the store went away): the record stays waiting and goes again, same key.
+      .catch((error: unknown) => options.onError?.(turn, error))
+      .finally(() => {
       lane.busy = false;
       inFlight--;
       wake?.();
@@ -90,7 +88,7 @@ export async function relay(log: RelaySource, sink: TurnSink, options: RelayOpti
   };
 
   while (!options.signal?.aborted) {
-    load();
+    await load();
     const now = clock();
     let waiting = 0;
     for (const lane of lanes.values()) {
@@ -114,18 +112,4 @@ export async function relay(log: RelaySource, sink: TurnSink, options: RelayOpti
   // Let deliveries already under way finish and be marked before handing back.
   while (inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 5));
   return { delivered: count };
-}
-
-function toTurn(logId: string, record: Record): DispatchedTurn {
-  return {
-    key: `${logId}:${record.seq}`,
-    recordSeq: record.seq,
-    session: record.session,
-    consumer: record.consumer,
-    kind: record.kind,
-    members: record.members,
-    text: record.text,
-    statusLines: record.statusLines ?? [],
-    ...(record.identities ? { identities: record.identities } : {}),
-  };
 }

@@ -3,26 +3,35 @@
  * not take it; the relay retries. Each turn carries an idempotency key, so a receiver
  * can drop the one repeat a crash between "accepted" and "marked" may cause.
  */
-import type { TurnKind } from "../events/schema.js";
+import type { EventOf, Stored } from "../events/schema.js";
 
-export interface SinkStatusLine {
-  readonly member: string | null;
-  readonly status: string;
-}
+type Record = EventOf<"notification.dispatched">;
 
-export interface DispatchedTurn {
+/** A status line as its record carries it. */
+export type SinkStatusLine = NonNullable<Record["statusLines"]>[number];
+
+/** What a sink receives: a dispatch record's fields, keyed for idempotency. */
+export type DispatchedTurn = Pick<Record, "session" | "consumer" | "kind" | "members" | "text" | "identities"> & {
   /** Idempotency key: the log's id and the seq of the dispatch record. */
   readonly key: string;
   readonly recordSeq: number;
-  readonly session: string;
-  readonly consumer: string;
-  readonly kind: TurnKind;
-  readonly members: readonly string[];
-  readonly text: string;
-  /** TUI status lines of the turn's items, when its consumer shows them (R17). */
+  /** TUI status lines of the turn's items, when its consumer shows them (R17); empty otherwise. */
   readonly statusLines: readonly SinkStatusLine[];
-  /** Gateway turns: each entry's identity (process id and start time). */
-  readonly identities?: readonly string[];
+};
+
+/** The turn a sink receives for a stored record of the log `logId`. */
+export function dispatchedTurn(logId: string, record: Stored<Record>): DispatchedTurn {
+  return {
+    key: `${logId}:${record.seq}`,
+    recordSeq: record.seq,
+    session: record.session,
+    consumer: record.consumer,
+    kind: record.kind,
+    members: record.members,
+    text: record.text,
+    statusLines: record.statusLines ?? [],
+    ...(record.identities ? { identities: record.identities } : {}),
+  };
 }
 
 export interface TurnSink {

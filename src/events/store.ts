@@ -1,0 +1,129 @@
+/**
+ * The store port: the log (`EventLog`) plus what durable machinery built on it needs:
+ * a transaction in which a caller reads, decides and appends; inline projections that
+ * the adapter keeps in step with the events inside every append transaction; and
+ * per-sink delivery marks. The ledger and the relay talk to this interface only, so any
+ * adapter that passes the contract suites hosts both.
+ */
+import type { EventLog } from "./log.js";
+import type { Stored, TurnfoldEvent } from "./schema.js";
+
+/**
+ * A keyed read model kept inside the append transaction (emmett calls these inline
+ * projections). The adapter owns the storage: one row per key, with a `tag` column that
+ * can be listed (oldest change first). Rows are plain JSON.
+ *
+ * `version` is the shape of the rows: when a log was written with another version (or
+ * without this projection), the adapter rebuilds the rows from the log's events on open.
+ */
+export interface InlineProjection<Row = unknown> {
+  /** Names its storage: lower-case letters, digits and `_`, starting with a letter. */
+  readonly name: string;
+  readonly version: number;
+  /** The event types it reads; appends of other types never touch it. */
+  readonly eventTypes: ReadonlySet<string>;
+  /** The keys of the rows one event may change. */
+  keys(event: Stored): readonly string[];
+  /** The next row, or the same object when the event changes nothing. */
+  evolve(row: Row | undefined, event: Stored): Row | undefined;
+  /** The listable column of a row (`null` lists separately). */
+  tag(row: Row): string | null;
+  /** When the row last changed, in event time: the listing order. */
+  updatedAt(row: Row): number;
+}
+
+/** A projection of any row type, as a store registers them. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- rows are opaque to the store
+export type AnyInlineProjection = InlineProjection<any>;
+
+/** What a transaction body may do. Every read sees the writes made before it in the body. */
+export interface StoreTransaction {
+  lastSeq(): Promise<number>;
+  /** Appends and applies the inline projections; resolves to the seqs. */
+  append(events: readonly TurnfoldEvent[]): Promise<readonly number[]>;
+  row<Row>(projection: InlineProjection<Row>, key: string): Promise<Row | undefined>;
+}
+
+export interface ListOptions {
+  readonly tag: string | null;
+  readonly limit?: number;
+}
+
+export interface EventStore extends EventLog {
+  /** A random id given to the log when it was created: it names the log in idempotency keys. */
+  readonly logId: string;
+  /** The inline projections this store keeps, as registered when it was opened. */
+  readonly projections: readonly AnyInlineProjection[];
+  /**
+   * Runs `body` in one write transaction: nobody else appends until it ends, what it
+   * reads cannot change under it, and what it appends commits with it or not at all.
+   * A throw rolls everything back and rejects with that error. Inside the body, read
+   * through `tx`: the store's own reads wait until the transaction has ended.
+   */
+  transact<T>(body: (tx: StoreTransaction) => Promise<T>): Promise<T>;
+  /** One row of a registered projection, as committed. */
+  row<Row>(projection: InlineProjection<Row>, key: string): Promise<Row | undefined>;
+  /** The rows of a registered projection with one tag, least recently changed first. */
+  rows<Row>(projection: InlineProjection<Row>, options: ListOptions): Promise<Row[]>;
+  /** Records that `sink` accepted the dispatch record at `recordSeq`. Marking twice is harmless. */
+  markDelivered(sink: string, recordSeq: number, at: number): Promise<void>;
+  /** The record seqs `sink` accepted, from `from` on. */
+  deliveredTo(sink: string, from?: number): Promise<ReadonlySet<number>>;
+}
+
+const projectionName = /^[a-z][a-z0-9_]{0,40}$/;
+
+/** Checks a set of projections before an adapter creates storage for them. */
+export function checkProjections(projections: readonly AnyInlineProjection[]): void {
+  const seen = new Set<string>();
+  for (const p of projections) {
+    if (!projectionName.test(p.name)) throw new Error(`inline projection name "${p.name}" must match ${projectionName}`);
+    if (seen.has(p.name)) throw new Error(`inline projection "${p.name}" is registered twice`);
+    seen.add(p.name);
+  }
+}
+
+/**
+ * Applies one stored event to every projection that reads it, through the adapter's
+ * row access. Shared by the adapters so the projection semantics cannot drift.
+ */
+export function applyInline(
+  projections: readonly AnyInlineProjection[],
+  event: Stored,
+  get: (p: InlineProjection<unknown>, key: string) => unknown,
+  put: (p: InlineProjection<unknown>, key: string, row: unknown) => void,
+): void {
+  for (const projection of projections as readonly InlineProjection<unknown>[]) {
+    if (!projection.eventTypes.has(event.type)) continue;
+    for (const key of projection.keys(event)) {
+      const before = get(projection, key);
+      const after = projection.evolve(before, event);
+      if (after !== undefined && after !== before) put(projection, key, after);
+    }
+  }
+}
+
+/**
+ * Serialises writers in one process. `run` executes at once when the gate is free (so
+ * a synchronous body costs no extra turn of the event loop) and otherwise queues.
+ */
+export class WriteGate {
+  #held = false;
+  readonly #waiting: (() => void)[] = [];
+
+  get held(): boolean {
+    return this.#held;
+  }
+
+  async run<T>(body: () => T | Promise<T>): Promise<T> {
+    if (this.#held) await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    this.#held = true;
+    try {
+      return await body();
+    } finally {
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#held = false;
+    }
+  }
+}

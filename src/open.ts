@@ -1,0 +1,42 @@
+/**
+ * The composition root: opens a store with the inline projections turnfold keeps (the
+ * delegation ledger), so every opener of a log registers the same ones, and the ledger
+ * policy is given once, to the projection that both applies and decides with it.
+ */
+import { MemoryLog } from "./events/memory-log.js";
+import { openSqliteLog, type SqliteLog } from "./events/sqlite-log.js";
+import { ledgerProjection } from "./ledger/projection.js";
+import { defaultLedgerPolicy, type LedgerPolicy } from "./reducers/ledger.js";
+
+export interface OpenLogOptions {
+  /** Create the log when missing. Default true. */
+  readonly create?: boolean;
+  /** Lease, attempt and age limits of the delegation ledger; `Ledger` reads them from the log. */
+  readonly ledgerPolicy?: LedgerPolicy;
+  /** SQLite: how often a tail looks for other processes' commits, in ms. Default 50. */
+  readonly pollMs?: number;
+  /** SQLite: how long a writer waits for another process's lock, in ms. Default 15000. */
+  readonly busyTimeoutMs?: number;
+  /** SQLite: `NORMAL` (default) survives process crashes; `FULL` also survives power loss. */
+  readonly synchronous?: "NORMAL" | "FULL";
+}
+
+/** A log as `openLog` opens it: every adapter is a full `EventStore` with a synchronous `scan`. */
+export type TurnfoldLog = SqliteLog | MemoryLog;
+
+/** The in-memory log's target: nothing is kept when the process ends. */
+export const memoryTarget = "memory:";
+
+/**
+ * Opens a turnfold log: a SQLite file path, or `memory:` for a log held in memory.
+ *
+ * @example
+ * const log = await openLog("agent.sqlite");
+ * const ledger = new Ledger(log);
+ */
+export async function openLog(target: string, options: OpenLogOptions = {}): Promise<TurnfoldLog> {
+  const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy)];
+  if (target === memoryTarget) return new MemoryLog({ projections });
+  const { ledgerPolicy: _policy, ...sqlite } = options;
+  return openSqliteLog(target, { ...sqlite, projections });
+}

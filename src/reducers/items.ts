@@ -1,0 +1,31 @@
+/**
+ * The item lifecycle, shared by every reducer: an item is made when something becomes
+ * ready, kept in log order in a queue, and released when it reaches its end.
+ */
+import type { Stored } from "../events/schema.js";
+import type { Item, ItemContext, ItemKind, State } from "./state.js";
+
+export function makeItem(kind: ItemKind, event: Stored, member: string | null, owner: string | undefined, context: ItemContext): Item {
+  return { seq: event.seq, kind, member, owner, event, context };
+}
+
+/** Appends, or inserts by seq when an item comes back from parking or another queue. */
+export function insertInOrder(queue: Item[], item: Item): void {
+  let i = queue.length;
+  while (i > 0 && queue[i - 1]!.seq > item.seq) i--;
+  queue.splice(i, 0, item);
+}
+
+/**
+ * An item reached its end (dispatched, consumed, dropped, evicted): its process record
+ * goes, and a delegation result is settled, so a later copy makes no turn.
+ */
+export function release(state: State, item: Item): void {
+  if (item.member === null) return;
+  if (item.kind === "completion") {
+    state.processes.delete(item.member);
+  } else if (item.event.type === "delegation.completed") {
+    state.delegations.delete(item.member);
+    state.settled.add(item.member);
+  }
+}

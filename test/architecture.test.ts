@@ -1,0 +1,61 @@
+/**
+ * The layering the README promises, checked on the source: the events folder (schemas,
+ * the port, its adapters) imports nothing else of `src`, the reducers import neither
+ * projections, sinks nor adapters, and no file imports a file that leads back to it.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const root = resolve(import.meta.dirname, "../src");
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? sources(join(dir, entry.name)) : entry.name.endsWith(".ts") ? [join(dir, entry.name)] : [],
+  );
+}
+
+/** Relative imports of each file, as paths under src (type-only imports included: they are coupling too). */
+const graph = new Map(
+  sources(root).map((file) => {
+    const text = readFileSync(file, "utf8");
+    const targets = [...text.matchAll(/^(?:import|export)[^;]*?from\s+"(\.[^"]+)"/gms)].map((m) =>
+      relative(root, resolve(dirname(file), m[1]!.replace(/\.js$/, ".ts"))),
+    );
+    return [relative(root, file), targets] as const;
+  }),
+);
+
+describe("architecture", () => {
+  it("src/events imports nothing from other folders of src", () => {
+    const outside = [...graph].flatMap(([file, targets]) =>
+      file.startsWith("events/") ? targets.filter((t) => !t.startsWith("events/")).map((t) => `${file} -> ${t}`) : [],
+    );
+    expect(outside).toEqual([]);
+  });
+
+  it("src/reducers imports no projection, sink or storage adapter", () => {
+    const banned = /^(projections|sinks|cli|supervisor)\/|^events\/(sqlite-log|memory-log)\.ts$/;
+    const bad = [...graph].flatMap(([file, targets]) =>
+      file.startsWith("reducers/") ? targets.filter((t) => banned.test(t)).map((t) => `${file} -> ${t}`) : [],
+    );
+    expect(bad).toEqual([]);
+  });
+
+  it("no import cycle anywhere in src", () => {
+    const cycles: string[] = [];
+    const state = new Map<string, "open" | "done">();
+    const visit = (file: string, path: string[]) => {
+      if (state.get(file) === "done") return;
+      if (state.get(file) === "open") {
+        cycles.push([...path.slice(path.indexOf(file)), file].join(" -> "));
+        return;
+      }
+      state.set(file, "open");
+      for (const target of graph.get(file) ?? []) visit(target, [...path, file]);
+      state.set(file, "done");
+    };
+    for (const file of graph.keys()) visit(file, []);
+    expect(cycles).toEqual([]);
+  });
+});

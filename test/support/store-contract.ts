@@ -1,0 +1,101 @@
+/**
+ * What the store port adds to the log: transactions, inline projections and delivery
+ * marks. Every adapter runs it.
+ */
+import { describe, expect, it } from "vitest";
+import type { TurnfoldEvent } from "../../src/events/index.js";
+import { ledgerOf } from "../../src/ledger/projection.js";
+import type { Adapter } from "./adapters.js";
+
+const dispatched = (id: string): TurnfoldEvent => ({ type: "delegation.dispatched", at: 1, delegation: id, owner: "s1", goal: "g" });
+const completed = (id: string, at = 2): TurnfoldEvent => ({ type: "delegation.completed", at, delegation: id, status: "completed" });
+
+export function describeStoreContract(adapter: Adapter): void {
+  describe(`store contract: ${adapter.name}`, () => {
+    it("keeps inline projection rows in step with every append", async () => {
+      const log = await adapter.open();
+      const ledger = ledgerOf(log);
+      await log.append([dispatched("d1"), dispatched("d2"), completed("d2", 5)]);
+      expect(await log.row(ledger, "d1")).toMatchObject({ status: "running" });
+      expect((await log.row(ledger, "d1"))?.delivery).toBeUndefined();
+      expect((await log.rows(ledger, { tag: "pending" })).map((r) => r.delegation)).toEqual(["d2"]);
+      expect((await log.rows(ledger, { tag: null })).map((r) => r.delegation)).toEqual(["d1"]);
+      expect(await log.appendAfter(3, [completed("d1", 9)])).toMatchObject({ ok: true });
+      expect((await log.rows(ledger, { tag: "pending" })).map((r) => r.delegation)).toEqual(["d2", "d1"]);
+      await log.close();
+    });
+
+    it("a transaction commits its appends and their rows together", async () => {
+      const log = await adapter.open();
+      const ledger = ledgerOf(log);
+      const seen = await log.transact(async (tx) => {
+        expect(await tx.lastSeq()).toBe(0);
+        await tx.append([dispatched("d1")]);
+        const row = await tx.row(ledger, "d1");
+        return { last: await tx.lastSeq(), status: row?.status };
+      });
+      expect(seen).toEqual({ last: 1, status: "running" });
+      expect(await log.lastSeq()).toBe(1);
+      await log.close();
+    });
+
+    it("a transaction that throws leaves neither events nor rows behind", async () => {
+      const log = await adapter.open();
+      const ledger = ledgerOf(log);
+      await log.append([dispatched("d1")]);
+      await expect(
+        log.transact(async (tx) => {
+          await tx.append([completed("d1"), dispatched("d2")]);
+          throw new Error("changed my mind");
+        }),
+      ).rejects.toThrow("changed my mind");
+      expect(await log.lastSeq()).toBe(1);
+      expect(await log.row(ledger, "d1")).toMatchObject({ status: "running" });
+      expect(await log.row(ledger, "d2")).toBeUndefined();
+      expect(await log.append([drain()])).toEqual([2]);
+      await log.close();
+    });
+
+    it("serialises transactions: two read-decide-append bodies never interleave", async () => {
+      const log = await adapter.open();
+      const body = async (name: string) =>
+        log.transact(async (tx) => {
+          const last = await tx.lastSeq();
+          await new Promise((r) => setTimeout(r, 5));
+          return tx.append([{ ...drain(), session: name, saw: last } as TurnfoldEvent]);
+        });
+      const [a, b, c] = await Promise.all([body("a"), body("b"), log.append([drain()])]);
+      const events = await log.readPage();
+      expect(events.map((e) => e.seq)).toEqual([1, 2, 3]);
+      // Each body saw exactly the events before its own append.
+      for (const e of events.filter((x) => "saw" in x)) expect((e as unknown as { saw: number }).saw).toBe(e.seq - 1);
+      expect([...a!, ...b!, ...c!].sort()).toEqual([1, 2, 3]);
+      await log.close();
+    });
+
+    it("keeps delivery marks per sink, idempotently", async () => {
+      const log = await adapter.open();
+      await log.markDelivered("http", 3, 100);
+      await log.markDelivered("http", 3, 101);
+      await log.markDelivered("http", 7, 102);
+      await log.markDelivered("jsonl", 5, 103);
+      expect([...(await log.deliveredTo("http"))].sort()).toEqual([3, 7]);
+      expect([...(await log.deliveredTo("http", 4))]).toEqual([7]);
+      expect([...(await log.deliveredTo("jsonl"))]).toEqual([5]);
+      expect(log.logId).toMatch(/^[0-9a-f-]{36}$/);
+      await log.close();
+    });
+
+    it("reads one event type across pages", async () => {
+      const log = await adapter.open();
+      await log.append(Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? dispatched(`d${i}`) : drain())));
+      const page = await log.readPage({ type: "delegation.dispatched", from: 5, limit: 4 });
+      expect(page.map((e) => e.seq)).toEqual([7, 10, 13, 16]);
+      await log.close();
+    });
+  });
+}
+
+function drain(): TurnfoldEvent {
+  return { type: "drain", at: 1, session: "s", consumer: "tui-poller" };
+}
