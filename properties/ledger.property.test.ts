@@ -8,6 +8,7 @@ import { fc, test } from "@fast-check/vitest";
 import { expect } from "vitest";
 import type { TurnfoldEvent } from "../src/events/index.js";
 import { openLog } from "../src/open.js";
+import { readAll } from "../src/events/log.js";
 import { Ledger } from "../src/ledger/ledger.js";
 import { defaultLedgerPolicy } from "../src/reducers/ledger.js";
 
@@ -68,7 +69,7 @@ test.prop([fc.scheduler(), plan], { numRuns: 60 })("ledger: each delegation is d
     const c = await last.claim(row.delegation);
     if (c.claimed) await last.complete(row.delegation, c.claim);
   }
-  const events = [...log.scan()];
+  const events = await readAll(log);
   for (const id of ids) {
     const delivered = events.filter((e) => e.type === "delegation.delivered" && e.delegation === id).length;
     const row = (await last.row(id))!;

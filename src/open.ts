@@ -4,7 +4,9 @@
  * policy is given once, to the projection that both applies and decides with it.
  */
 import { MemoryLog } from "./events/memory-log.js";
-import { openSqliteLog, type SqliteLog } from "./events/sqlite-log.js";
+import { isPostgresUrl, openPostgresLog } from "./events/postgres-log.js";
+import { openSqliteLog } from "./events/sqlite-log.js";
+import type { EventStore } from "./events/store.js";
 import { ledgerProjection } from "./ledger/projection.js";
 import { defaultLedgerPolicy, type LedgerPolicy } from "./reducers/ledger.js";
 
@@ -13,7 +15,7 @@ export interface OpenLogOptions {
   readonly create?: boolean;
   /** Lease, attempt and age limits of the delegation ledger; `Ledger` reads them from the log. */
   readonly ledgerPolicy?: LedgerPolicy;
-  /** SQLite: how often a tail looks for other processes' commits, in ms. Default 50. */
+  /** How often a tail looks for other processes' commits, in ms (PostgreSQL: only when no notification came). SQLite default 50, PostgreSQL 1000. */
   readonly pollMs?: number;
   /** SQLite: how long a writer waits for another process's lock, in ms. Default 15000. */
   readonly busyTimeoutMs?: number;
@@ -21,14 +23,15 @@ export interface OpenLogOptions {
   readonly synchronous?: "NORMAL" | "FULL";
 }
 
-/** A log as `openLog` opens it: every adapter is a full `EventStore` with a synchronous `scan`. */
-export type TurnfoldLog = SqliteLog | MemoryLog;
+/** A log as `openLog` opens it: the store port, whichever adapter is behind it. */
+export type TurnfoldLog = EventStore;
 
 /** The in-memory log's target: nothing is kept when the process ends. */
 export const memoryTarget = "memory:";
 
 /**
- * Opens a turnfold log: a SQLite file path, or `memory:` for a log held in memory.
+ * Opens a turnfold log: a `postgres://` URL (add `?schema=NAME` to keep several logs in
+ * one database), `memory:` for a log held in memory, or else a SQLite file path.
  *
  * @example
  * const log = await openLog("agent.sqlite");
@@ -37,6 +40,13 @@ export const memoryTarget = "memory:";
 export async function openLog(target: string, options: OpenLogOptions = {}): Promise<TurnfoldLog> {
   const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy)];
   if (target === memoryTarget) return new MemoryLog({ projections });
+  if (isPostgresUrl(target)) {
+    return openPostgresLog(target, {
+      projections,
+      ...(options.create !== undefined ? { create: options.create } : {}),
+      ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+    });
+  }
   const { ledgerPolicy: _policy, ...sqlite } = options;
   return openSqliteLog(target, { ...sqlite, projections });
 }

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { TurnfoldEvent } from "../src/events/index.js";
 import { openLog } from "../src/open.js";
+import { readAll } from "../src/events/log.js";
 import { records } from "./support/relay-contract.js";
 import { httpSink, idempotencyHeader } from "../src/sinks/http.js";
 import { startReceiver } from "../src/sinks/receiver.js";
@@ -53,7 +54,7 @@ describe("claim race across processes (R25, R26)", () => {
     expect(all).toHaveLength(1000);
     expect(new Set(all).size).toBe(1000);
     expect(lists.filter((l) => l.length > 0).length).toBeGreaterThan(1);
-    const delivered = [...log.scan()].filter((e) => e.type === "delegation.delivered");
+    const delivered = (await readAll(log)).filter((e) => e.type === "delegation.delivered");
     expect(delivered).toHaveLength(1000);
     const ledger = new Ledger(log);
     expect(await ledger.pending()).toEqual([]);

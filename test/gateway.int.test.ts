@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { TurnfoldEvent } from "../src/events/index.js";
 import { openLog, type TurnfoldLog } from "../src/open.js";
+import { readAll } from "../src/events/log.js";
 import { liveTurns } from "../src/projections/live.js";
 import type { Turn } from "../src/projections/project.js";
 import { recordDispatches } from "../src/projections/record.js";
@@ -55,7 +56,7 @@ describe("gateway delivery", () => {
     const log = await openLog(join(dir, "gateway-replay.sqlite"));
     await log.append(gatewaySession());
     await recordDispatches(log, { pollMs: 2 });
-    const events = [...log.scan()];
+    const events = (await readAll(log));
     const recorded = events.filter((e) => e.type === "notification.dispatched");
     expect(recorded.map((r) => (r as { consumer: string }).consumer)).toEqual(["gateway", "gateway"]);
     expect(verifyRecorded(events, replay(events).turns)).toEqual({ ok: true, turns: 2 });
@@ -69,7 +70,7 @@ describe("gateway delivery", () => {
     const subscription = liveTurns(log, { pollMs: 2 }).subscribe((o) => o.type === "turn" && live.push(o));
     await recordDispatches(log, { pollMs: 2 });
     subscription.unsubscribe();
-    const replayed = replay([...log.scan()]).turns;
+    const replayed = replay((await readAll(log))).turns;
     expect(live.length).toBe(2);
     expect(live.find((t) => t.kind === "completions")?.identities).toHaveLength(5);
     expect(live).toEqual(replayed);

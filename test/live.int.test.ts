@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { firstValueFrom, filter, take, toArray } from "rxjs";
 import type { TurnfoldEvent } from "../src/events/index.js";
 import { openLog, type TurnfoldLog } from "../src/open.js";
+import { readAll } from "../src/events/log.js";
 import { liveTurns } from "../src/projections/live.js";
 import { recordDispatches } from "../src/projections/record.js";
 import { replay } from "../src/projections/replay.js";
@@ -27,7 +28,7 @@ describe("the live projection on a SQLite log (R23)", () => {
     const log = await openLog(fresh(), { pollMs: 5 });
     await log.append(bare(scenario()));
     expect(await recordDispatches(log, { pollMs: 5 })).toBe(4);
-    const events = [...log.scan()];
+    const events = (await readAll(log));
     const records = events.filter((e) => e.type === "notification.dispatched");
     expect(records).toHaveLength(4);
     expect(verifyRecorded(events, replay(events).turns)).toEqual({ ok: true, turns: 4 });
@@ -44,7 +45,7 @@ describe("the live projection on a SQLite log (R23)", () => {
     const seen = await firstValueFrom(liveTurns(again, { pollMs: 5 }).pipe(filter((o) => o.type === "turn"), take(4), toArray()));
     await new Promise((r) => setTimeout(r, 100));
     expect(seen).toHaveLength(4);
-    expect([...again.scan()].filter((e) => e.type === "notification.dispatched")).toHaveLength(4);
+    expect((await readAll(again)).filter((e) => e.type === "notification.dispatched")).toHaveLength(4);
     await again.close();
   });
 
@@ -63,13 +64,13 @@ describe("the live projection on a SQLite log (R23)", () => {
       await new Promise((r) => setTimeout(r, 3));
     }
     const deadline = Date.now() + 10_000;
-    const count = () => [...producer.scan()].filter((e) => e.type === "notification.dispatched").length;
-    while (count() < 30 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const count = async () => (await readAll(producer)).filter((e) => e.type === "notification.dispatched").length;
+    while ((await count()) < 30 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     await new Promise((r) => setTimeout(r, 100));
     subA.unsubscribe();
     subB.unsubscribe();
-    const all = [...producer.scan()];
-    expect(count()).toBe(30);
+    const all = (await readAll(producer));
+    expect(await count()).toBe(30);
     expect(verifyRecorded(all, replay(all).turns).ok).toBe(true);
     for (const log of [producer, a, b]) await log.close();
   });

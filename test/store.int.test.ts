@@ -5,7 +5,7 @@ import { describeLogContract } from "./support/log-contract.js";
 import { describeRelayContract } from "./support/relay-contract.js";
 import { describeStoreContract } from "./support/store-contract.js";
 
-for (const adapter of adapters()) {
+for (const adapter of await adapters()) {
   describeLogContract(adapter.name, () => adapter.open());
   describeStoreContract(adapter);
   describeLedgerContract(adapter);

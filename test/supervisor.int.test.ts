@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Stored } from "../src/events/index.js";
 import { openLog, type TurnfoldLog } from "../src/open.js";
+import { readAll } from "../src/events/log.js";
 import { replay } from "../src/projections/replay.js";
 import { Supervisor } from "../src/supervisor/supervisor.js";
 import { tempDir } from "./support/tmp.js";
@@ -17,7 +18,7 @@ async function setup(options: { clock?: () => number; timers?: boolean; killGrac
   const supervisor = new Supervisor({ log, ...options });
   const events = async () => {
     await supervisor.flush();
-    return [...log.scan()];
+    return (await readAll(log));
   };
   return { path, log, supervisor, events };
 }
@@ -148,7 +149,7 @@ describe("watches and heartbeats (R21)", () => {
     expect(hits.slice(1).every((h) => (h["suppressed"] as number) > 0)).toBe(true);
     expect(ofType(all, "watch.disabled")).toMatchObject([{ reason: "strikes" }]);
     await log.append([{ type: "drain", at: now, session: "s1", consumer: "tui-poller" }]);
-    const kinds = replay(log.scan()).turns.map((t) => t.kind);
+    const kinds = replay(await readAll(log)).turns.map((t) => t.kind);
     expect(kinds).toEqual([...hits.map(() => "watch"), "diagnostic", "completions"]);
     await finish(log, supervisor);
   });

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import type { TurnfoldEvent } from "../events/schema.js";
 import { openLog } from "../open.js";
+import { readAll } from "../events/log.js";
 import { recordDispatches } from "../projections/record.js";
 import { replay } from "../projections/replay.js";
 import { verifyRecorded } from "../projections/verify.js";
@@ -36,7 +37,7 @@ export function demoCommand(program: Command): void {
           const history = afternoon();
           await log.append(history.events.map(({ seq: _seq, ...event }) => event as TurnfoldEvent));
           const recorded = await recordDispatches(log, { pollMs: 5 });
-          const events = [...log.scan()];
+          const events = await readAll(log);
           await log.close();
           const { turns } = replay(events);
           const verdict = verifyRecorded(events, turns);

@@ -15,7 +15,7 @@ export function exportCommand(program: Command): void {
         const log = await openLog(options.db, { create: false });
         try {
           let chunk = "";
-          for (const event of log.scan(options.from)) {
+          for await (const event of log.read({ from: options.from })) {
             chunk += encodeJsonlLine(event) + "\n";
             if (chunk.length > 1 << 16) {
               await writeOut(chunk);

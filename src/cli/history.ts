@@ -1,7 +1,10 @@
-/** Loads a recorded session for replay or explain: a JSONL file or a SQLite log. */
+/** Loads a recorded session for replay or explain: a JSONL file, a SQLite log or a PostgreSQL URL. */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { decodeStoredJsonl } from "../events/jsonl.js";
 import type { Stored } from "../events/schema.js";
+import { readAll } from "../events/log.js";
+import { isPostgresUrl } from "../events/postgres-log.js";
+import { SqliteLog } from "../events/sqlite-log.js";
 import { openLog } from "../open.js";
 import { formatProblem } from "../events/validate.js";
 import { InputError, readTextFile } from "./io.js";
@@ -22,10 +25,10 @@ function looksLikeSqlite(path: string): boolean {
 }
 
 export async function loadHistory(path: string): Promise<Stored[]> {
-  if (looksLikeSqlite(path)) {
+  if (isPostgresUrl(path) || looksLikeSqlite(path)) {
     const log = await openLog(path, { create: false });
     try {
-      return [...log.scan()];
+      return log instanceof SqliteLog ? [...log.scan()] : await readAll(log);
     } finally {
       await log.close();
     }

@@ -9,7 +9,10 @@ export type LogErrorCode =
   | "not-a-turnfold-log"
   | "newer-version"
   | "append-only"
-  | "unknown-projection";
+  | "unknown-projection"
+  | "bad-url"
+  | "missing-database"
+  | "connection-failed";
 
 export interface LogError extends Error {
   readonly code: LogErrorCode;

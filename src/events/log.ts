@@ -33,12 +33,24 @@ export interface EventLog {
   read(options?: ReadOptions): AsyncIterable<Stored>;
   /** The highest seq, 0 for an empty log. */
   lastSeq(): Promise<number>;
+  /**
+   * Fires when new events may be stored: this handle's appends at once, other writers'
+   * commits as soon as the adapter learns of them (a notification or a poll).
+   */
+  changes(): Observable<void>;
   /** Stored events from `from` on, then every later append, until unsubscribed. */
   tail(options?: { readonly from?: number }): Observable<Stored>;
   close(): Promise<void>;
 }
 
 export const defaultPageSize = 1000;
+
+/** Every stored event from a seq on, in memory: for small logs and tests. */
+export async function readAll(log: Pick<EventLog, "read">, from = 1): Promise<Stored[]> {
+  const events: Stored[] = [];
+  for await (const event of log.read({ from })) events.push(event);
+  return events;
+}
 
 /** Shared async iterator over `readPage`. */
 export async function* readPaged(

@@ -1,6 +1,6 @@
 /** In-memory store adapter: for unit tests and embedders who keep nothing on disk. */
 import { randomUUID } from "node:crypto";
-import { Subject } from "rxjs";
+import { Subject, type Observable } from "rxjs";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
 import {
@@ -115,6 +115,10 @@ export class MemoryLog implements EventStore {
 
   async lastSeq(): Promise<number> {
     return this.#events.length;
+  }
+
+  changes(): Observable<void> {
+    return this.#appended.asObservable();
   }
 
   tail(options: { readonly from?: number } = {}) {

@@ -13,14 +13,16 @@
 import { statSync } from "node:fs";
 import Database from "better-sqlite3";
 import { Kysely, SqliteDialect, SqliteDriver, CompiledQuery, type DatabaseConnection, type Driver } from "kysely";
-import { Subject, interval, merge, filter } from "rxjs";
+import { Subject, interval, merge, filter, map, type Observable } from "rxjs";
 import { logError } from "./errors.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
 import { applicationName, latestVersion, migrations, type LogDatabase } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import {
   applyInline,
+  bodyOf,
   checkProjections,
+  toStored,
   WriteGate,
   type EventStore,
   type AnyInlineProjection,
@@ -239,10 +241,6 @@ function rowAccess(db: Database.Database, projections: readonly InlineProjection
   };
 }
 
-interface Row {
-  seq: number;
-  body: string;
-}
 
 export class SqliteLog implements EventStore {
   readonly logId: string;
@@ -285,7 +283,7 @@ export class SqliteLog implements EventStore {
       let seq = this.#last.get() as number;
       return events.map((e) => {
         seq += 1;
-        this.#insert.run(seq, e.type, e.at, JSON.stringify(withoutSeq(e)));
+        this.#insert.run(seq, e.type, e.at, bodyOf(e));
         if (inline.has(e.type)) applyInline(this.projections, { ...e, seq } as Stored, this.#rows.get, this.#rows.put);
         return seq;
       });
@@ -406,7 +404,8 @@ export class SqliteLog implements EventStore {
     return this.#read(() => this.#last.get() as number);
   }
 
-  tail(options: { readonly from?: number } = {}) {
+  /** Appends of this handle at once; other processes' commits seen by `PRAGMA data_version`, polled. */
+  changes(): Observable<void> {
     let seen = this.#dataVersion();
     const foreignCommits = interval(this.#pollMs).pipe(
       filter(() => {
@@ -416,8 +415,13 @@ export class SqliteLog implements EventStore {
         seen = now;
         return changed;
       }),
+      map(() => undefined),
     );
-    return tailPaged((o) => this.readPage(o), merge(this.#appended, foreignCommits), options.from);
+    return merge(this.#appended, foreignCommits);
+  }
+
+  tail(options: { readonly from?: number } = {}) {
+    return tailPaged((o) => this.readPage(o), this.changes(), options.from);
   }
 
   /** Runs `PRAGMA integrity_check`; "ok" when the file is sound. */
@@ -447,17 +451,4 @@ export class SqliteLog implements EventStore {
   #dataVersion(): number {
     return Number(this.#db.pragma("data_version", { simple: true }));
   }
-}
-
-/** The log assigns seqs; one carried in from elsewhere is not stored in the body. */
-function withoutSeq(event: TurnfoldEvent): TurnfoldEvent {
-  if (!("seq" in event)) return event;
-  const { seq: _seq, ...rest } = event as Stored;
-  return rest as TurnfoldEvent;
-}
-
-function toStored(row: Row): Stored {
-  const event = JSON.parse(row.body) as { seq: number };
-  event.seq = row.seq;
-  return event as Stored;
 }

@@ -127,3 +127,17 @@ export class WriteGate {
     }
   }
 }
+
+/** The stored body of an event: the producer's JSON without a `seq` (the log assigns seqs). */
+export function bodyOf(event: TurnfoldEvent): string {
+  if (!("seq" in event)) return JSON.stringify(event);
+  const { seq: _seq, ...rest } = event as Stored;
+  return JSON.stringify(rest);
+}
+
+/** An event read back: its body with the seq from its column. */
+export function toStored(row: { readonly seq: number; readonly body: string }): Stored {
+  const event = JSON.parse(row.body) as { seq: number };
+  event.seq = row.seq;
+  return event as Stored;
+}

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DrainConsumer, Stored, TurnfoldEvent } from "../events/schema.js";
 import { openLog, type TurnfoldLog } from "../open.js";
+import { readAll } from "../events/log.js";
 import { Projection } from "../projections/project.js";
 import { recordDispatches } from "../projections/record.js";
 import { soloText } from "../projections/solo.js";
@@ -155,7 +156,7 @@ async function waitForEvent(ctx: Context, test: (e: Stored) => boolean): Promise
   const deadline = Date.now() + 10_000;
   for (;;) {
     await ctx.supervisor.flush();
-    if ([...ctx.log.scan()].some(test)) return;
+    if ((await readAll(ctx.log)).some(test)) return;
     if (Date.now() > deadline) throw new Error("the probe's watch hit never arrived");
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -174,7 +175,7 @@ export async function runProbe(consumer: ProbeConsumer, scenario: Scenario): Pro
     await supervisor.close();
     await recordDispatches(log, { pollMs: 2 });
     await relay(log, httpSink({ url: receiver.url }), { untilIdle: true, pollMs: 2 });
-    return measure(consumer, scenario, payloads, [...log.scan()], receiver.turns);
+    return measure(consumer, scenario, payloads, await readAll(log), receiver.turns);
   } finally {
     await supervisor.close();
     await receiver.close();

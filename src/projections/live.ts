@@ -12,7 +12,10 @@ import { Projection, type Output, type ProjectionOptions, type StatusLine } from
 import { fromRecord, toRecord, type DispatchRecord } from "./records.js";
 
 export interface LiveOptions extends ProjectionOptions {
-  /** How long to wait before looking for new events when caught up, in ms. Default 25. */
+  /**
+   * When caught up, the runner waits for the log's `changes()` (an append, another
+   * writer's commit), or this many ms at most, in case a wake-up was missed. Default 25.
+   */
   readonly pollMs?: number;
   /** Page size while catching up. Default 1000. */
   readonly pageSize?: number;
@@ -43,6 +46,9 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
   /** Decided but not yet seen recorded, keyed `drainSeq:index`. */
   const pending = new Map<string, DispatchRecord>();
   let next = 1;
+  let wake: (() => void) | undefined;
+  const changes = log.changes().subscribe(() => wake?.());
+  signal.addEventListener("abort", () => changes.unsubscribe(), { once: true });
 
   const fold = (event: Stored) => {
     if (event.type === "notification.dispatched") {
@@ -86,17 +92,20 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
       await log.appendAfter(next - 1, [...pending.values()]);
       continue;
     }
-    await sleep(options.pollMs ?? 25, signal);
+    await sleep(options.pollMs ?? 25, signal, (w) => (wake = w));
   }
+  changes.unsubscribe();
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+function sleep(ms: number, signal: AbortSignal, onWake: (wake: (() => void) | undefined) => void): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
       signal.removeEventListener("abort", done);
+      onWake(undefined);
       resolve();
     };
+    onWake(done);
     const timer = setTimeout(done, ms);
     signal.addEventListener("abort", done, { once: true });
   });

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import type { Stored } from "../../src/events/index.js";
 import type { EventStore } from "../../src/events/store.js";
 import { memoryTarget, openLog, type OpenLogOptions } from "../../src/open.js";
+import { testDatabase } from "./postgres.js";
 import { tempDir } from "./tmp.js";
 
 export type Opened = EventStore;
@@ -16,12 +17,15 @@ export interface Adapter {
   open(options?: OpenLogOptions): Promise<Opened>;
 }
 
-export function adapters(): readonly Adapter[] {
+/** Memory, SQLite, and PostgreSQL when a server answers (see support/postgres.ts). */
+export async function adapters(): Promise<readonly Adapter[]> {
   const dir = tempDir();
   let n = 0;
+  const database = await testDatabase();
   return [
     { name: "memory", open: (options) => openLog(memoryTarget, options) },
     { name: "sqlite", open: (options) => openLog(join(dir, `store-${n++}.sqlite`), { pollMs: 5, ...options }) },
+    ...(database ? [{ name: "postgres", open: (options?: OpenLogOptions) => openLog(database.freshLog(), { pollMs: 50, ...options }) }] : []),
   ];
 }
 

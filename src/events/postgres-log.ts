@@ -1,0 +1,434 @@
+/**
+ * PostgreSQL store adapter (kysely's Postgres dialect over a `pg` pool), for a log shared
+ * by several machines.
+ *
+ * Seqs: every write transaction (append, conditional append, `transact`) first takes one
+ * transaction-scoped advisory lock per log, then reads max(seq) and inserts max+1, … .
+ * The lock is held until COMMIT or ROLLBACK, so writers are serialised: seqs are gapless
+ * (a rolled-back transaction never held a seq anyone else saw) and commit in seq order.
+ * That is what keeps a tail from skipping a late commit: a reader that sees seq N+1 can
+ * only do so after the transaction holding N committed, because N+1's writer could not
+ * take the lock before it. (A sequence or identity column would hand out seqs at insert
+ * time, so a transaction that commits late leaves a gap that a reader may read past.)
+ *
+ * Ledger claims use the same lock rather than row locks or SKIP LOCKED: a claim is a
+ * read-decide-append, and its append must hold the log's lock anyway to keep seqs in
+ * commit order, so taking it first makes the read and the decision exact at no extra
+ * cost, and a lost race is a refusal value, never a deadlock.
+ *
+ * Wake-ups: each committing write calls pg_notify on the log's channel; tails and live
+ * runners LISTEN on one dedicated connection, and poll now and then in case a
+ * notification was lost with a dropped connection.
+ */
+import { randomUUID } from "node:crypto";
+import pg from "pg";
+import { Kysely, PostgresDialect, sql, type RawBuilder } from "kysely";
+import { Subject, interval, merge, map, type Observable } from "rxjs";
+import { logError } from "./errors.js";
+import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
+import { applicationName } from "./migrations.js";
+import type { Stored, TurnfoldEvent } from "./schema.js";
+import {
+  applyInline,
+  bodyOf,
+  checkProjections,
+  toStored,
+  type AnyInlineProjection,
+  type EventStore,
+  type InlineProjection,
+  type ListOptions,
+  type StoreTransaction,
+} from "./store.js";
+
+export interface PostgresLogOptions {
+  readonly create?: boolean;
+  readonly projections?: readonly AnyInlineProjection[];
+  /** Fallback poll of tails and live runners when no notification came, in ms. Default 1000. */
+  readonly pollMs?: number;
+  /** Connections in the pool. Default 10. */
+  readonly poolSize?: number;
+}
+
+/** The layout version of a PostgreSQL log (its own numbering; SQLite's is separate). */
+export const postgresLayoutVersion = 1;
+
+/** True for the URLs this adapter opens. */
+export function isPostgresUrl(target: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(target);
+}
+
+/** The URL with any password replaced, for messages and logs. */
+export function redactUrl(target: string): string {
+  try {
+    const url = new URL(target);
+    if (url.password) url.password = "***";
+    return url.toString();
+  } catch {
+    return target.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
+  }
+}
+
+interface Target {
+  readonly connectionString: string;
+  readonly schema: string;
+  readonly shown: string;
+}
+
+function parseTarget(target: string): Target {
+  const shown = redactUrl(target);
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    throw logError("bad-url", shown, `${shown}: not a valid PostgreSQL URL`);
+  }
+  const schema = url.searchParams.get("schema") ?? "public";
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+    throw logError("bad-url", shown, `${shown}: schema "${schema}" must be lower-case letters, digits and _`);
+  }
+  url.searchParams.delete("schema");
+  if (url.pathname.length <= 1) throw logError("bad-url", shown, `${shown}: the URL names no database`);
+  return { connectionString: url.toString(), schema, shown };
+}
+
+/** One line that says what failed, never the password. */
+function connectError(target: Target, error: unknown): Error {
+  const e = error as { code?: string; message?: string };
+  const database = decodeURIComponent(new URL(target.connectionString).pathname.slice(1));
+  if (e.code === "3D000") return logError("missing-database", target.shown, `${target.shown}: database "${database}" does not exist`, error);
+  if (e.code === "ECONNREFUSED") return logError("connection-failed", target.shown, `${target.shown}: connection refused (is PostgreSQL running?)`, error);
+  if (e.code === "ENOTFOUND" || e.code === "EAI_AGAIN") return logError("connection-failed", target.shown, `${target.shown}: host not found`, error);
+  if (e.code === "28P01" || e.code === "28000") return logError("connection-failed", target.shown, `${target.shown}: authentication failed`, error);
+  const reason = (e.message ?? String(error)).split(/\r?\n/)[0]!.replaceAll(new URL(target.connectionString).password || "\u0000", "***");
+  return logError("connection-failed", target.shown, `${target.shown}: cannot connect (${reason})`, error);
+}
+
+/**
+ * Opens (or creates) a turnfold log in a PostgreSQL database. `?schema=NAME` in the URL
+ * puts the log's tables in that schema (default `public`); one log per schema.
+ */
+export async function openPostgresLog(target: string, options: PostgresLogOptions = {}): Promise<PostgresLog> {
+  const parsed = parseTarget(target);
+  const pool = new pg.Pool({ connectionString: parsed.connectionString, max: options.poolSize ?? 10 });
+  // An idle client's error (the server restarted, say) must not crash the process.
+  pool.on("error", () => undefined);
+  const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
+  try {
+    await sql`SELECT 1`.execute(db);
+  } catch (error) {
+    await db.destroy();
+    throw connectError(parsed, error);
+  }
+  try {
+    const layout = new Layout(parsed.schema);
+    await migrate(db, layout, parsed.shown, options.create ?? true);
+    const projections = options.projections ?? [];
+    checkProjections(projections);
+    await prepareProjections(db, layout, parsed.shown, projections);
+    const logId = await readMeta(db, layout, "log_id");
+    return new PostgresLog(db, parsed, layout, logId ?? "", projections, options.pollMs ?? 1000);
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
+}
+
+/** Qualified names of one log's tables. */
+class Layout {
+  constructor(readonly schema: string) {}
+  table(name: string): RawBuilder<unknown> {
+    return sql.id(this.schema, name) as RawBuilder<unknown>;
+  }
+  projection(name: string): RawBuilder<unknown> {
+    return this.table(`projection_${name}`);
+  }
+  get channel(): string {
+    return `turnfold_${this.schema}`;
+  }
+  /** Takes the log's write lock until the transaction ends. */
+  lock(): RawBuilder<unknown> {
+    return sql`SELECT pg_advisory_xact_lock(hashtextextended(${`turnfold:${this.schema}`}, 0))`;
+  }
+}
+
+async function readMeta(db: Kysely<unknown>, layout: Layout, key: string): Promise<string | undefined> {
+  const exists = await sql<{ found: boolean }>`SELECT to_regclass(${`${layout.schema}.meta`}) IS NOT NULL AS found`.execute(db);
+  if (!exists.rows[0]?.found) return undefined;
+  const rows = await sql<{ value: string }>`SELECT value FROM ${layout.table("meta")} WHERE key = ${key}`.execute(db);
+  return rows.rows[0]?.value;
+}
+
+async function migrate(db: Kysely<unknown>, layout: Layout, shown: string, create: boolean): Promise<void> {
+  const check = async (found: string | undefined, application: string | undefined) => {
+    if (found !== undefined && application !== applicationName) {
+      throw logError("not-a-turnfold-log", shown, `${shown}: schema "${layout.schema}" holds a meta table, but not a turnfold log`);
+    }
+    const version = Number(found ?? 0);
+    if (version > postgresLayoutVersion) {
+      throw logError(
+        "newer-version",
+        shown,
+        `${shown}: written by a newer turnfold (log schema version ${version}); this one reads up to version ${postgresLayoutVersion}. Upgrade turnfold to open it.`,
+      );
+    }
+    return version;
+  };
+  const before = await check(await readMeta(db, layout, "schema_version"), await readMeta(db, layout, "application"));
+  if (before === postgresLayoutVersion) return;
+  if (before === 0 && !create) throw logError("not-a-turnfold-log", shown, `${shown}: no turnfold log in schema "${layout.schema}"`);
+  await db.transaction().execute(async (trx) => {
+    await sql`CREATE SCHEMA IF NOT EXISTS ${sql.id(layout.schema)}`.execute(trx);
+    await layout.lock().execute(trx);
+    // Re-read under the lock: another process may have created the layout meanwhile.
+    const version = await check(await readMeta(trx, layout, "schema_version"), await readMeta(trx, layout, "application"));
+    if (version >= 1) return;
+    const t = (name: string) => layout.table(name);
+    await sql`CREATE TABLE ${t("meta")} (key text PRIMARY KEY, value text NOT NULL)`.execute(trx);
+    await sql`CREATE TABLE ${t("events")} (seq bigint PRIMARY KEY, type text NOT NULL, at bigint NOT NULL, body text NOT NULL)`.execute(trx);
+    await sql`CREATE INDEX ON ${t("events")} (type, seq)`.execute(trx);
+    await sql`CREATE TABLE ${t("deliveries")} (sink text NOT NULL, record_seq bigint NOT NULL, delivered_at bigint NOT NULL, PRIMARY KEY (sink, record_seq))`.execute(trx);
+    const refuse = layout.table("events_append_only");
+    await sql`CREATE FUNCTION ${refuse}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'turnfold: the event log is append-only (% refused)', TG_OP; END $$`.execute(trx);
+    await sql`CREATE TRIGGER events_no_change BEFORE UPDATE OR DELETE ON ${t("events")} FOR EACH ROW EXECUTE FUNCTION ${refuse}()`.execute(trx);
+    await sql`CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON ${t("events")} FOR EACH STATEMENT EXECUTE FUNCTION ${refuse}()`.execute(trx);
+    await sql`INSERT INTO ${t("meta")} (key, value) VALUES ('application', ${applicationName}), ('schema_version', ${String(postgresLayoutVersion)}), ('log_id', ${randomUUID()})`.execute(trx);
+  });
+}
+
+async function prepareProjections(db: Kysely<unknown>, layout: Layout, shown: string, projections: readonly AnyInlineProjection[]): Promise<void> {
+  const stored = await sql<{ key: string }>`SELECT key FROM ${layout.table("meta")} WHERE key LIKE 'projection:%'`.execute(db);
+  const known = new Set(projections.map((p) => `projection:${p.name}`));
+  const unknown = stored.rows.map((r) => r.key).filter((k) => !known.has(k));
+  if (unknown.length > 0) {
+    throw logError(
+      "unknown-projection",
+      shown,
+      `${shown}: this log keeps the inline projection ${unknown.map((k) => `"${k.slice(11)}"`).join(", ")}, which this opener did not register; open it with openLog()`,
+    );
+  }
+  for (const projection of projections as readonly InlineProjection<unknown>[]) {
+    const key = `projection:${projection.name}`;
+    if ((await readMeta(db, layout, key)) === String(projection.version)) continue;
+    await db.transaction().execute(async (trx) => {
+      await layout.lock().execute(trx);
+      if ((await readMeta(trx, layout, key)) === String(projection.version)) return;
+      const table = layout.projection(projection.name);
+      await sql`DROP TABLE IF EXISTS ${table}`.execute(trx);
+      await sql`CREATE TABLE ${table} (key text PRIMARY KEY, tag text, updated_at bigint NOT NULL, row text NOT NULL)`.execute(trx);
+      await sql`CREATE INDEX ON ${table} (tag, updated_at)`.execute(trx);
+      const types = [...projection.eventTypes];
+      for (let after = 0; ; ) {
+        const page = await sql<{ seq: string; body: string }>`SELECT seq, body FROM ${layout.table("events")}
+          WHERE type = ANY(${types}) AND seq > ${after} ORDER BY seq LIMIT 5000`.execute(trx);
+        if (page.rows.length === 0) break;
+        await applyRows(trx, layout, [projection as AnyInlineProjection], page.rows.map((r) => toStored({ seq: Number(r.seq), body: r.body })));
+        after = Number(page.rows[page.rows.length - 1]!.seq);
+      }
+      await sql`INSERT INTO ${layout.table("meta")} (key, value) VALUES (${key}, ${String(projection.version)})
+        ON CONFLICT (key) DO UPDATE SET value = excluded.value`.execute(trx);
+    });
+  }
+}
+
+/** Applies events to the projections in one read and one write per projection. */
+async function applyRows(trx: Kysely<unknown>, layout: Layout, projections: readonly AnyInlineProjection[], events: readonly Stored[]): Promise<void> {
+  for (const projection of projections as readonly InlineProjection<unknown>[]) {
+    const mine = events.filter((e) => projection.eventTypes.has(e.type));
+    if (mine.length === 0) continue;
+    const table = layout.projection(projection.name);
+    const keys = [...new Set(mine.flatMap((e) => projection.keys(e)))];
+    const found = await sql<{ key: string; row: string }>`SELECT key, row FROM ${table} WHERE key = ANY(${keys})`.execute(trx);
+    const rows = new Map<string, unknown>(found.rows.map((r) => [r.key, JSON.parse(r.row)]));
+    const changed = new Set<string>();
+    for (const event of mine) {
+      applyInline([projection as AnyInlineProjection], event, (_p, key) => rows.get(key), (_p, key, row) => (rows.set(key, row), changed.add(key)));
+    }
+    if (changed.size === 0) continue;
+    const out = [...changed].map((key) => [key, rows.get(key)!] as const);
+    await sql`INSERT INTO ${table} (key, tag, updated_at, row)
+      SELECT * FROM unnest(${out.map(([k]) => k)}::text[], ${out.map(([, r]) => projection.tag(r))}::text[],
+                           ${out.map(([, r]) => projection.updatedAt(r))}::bigint[], ${out.map(([, r]) => JSON.stringify(r))}::text[])
+      ON CONFLICT (key) DO UPDATE SET tag = excluded.tag, updated_at = excluded.updated_at, row = excluded.row`.execute(trx);
+  }
+}
+
+export class PostgresLog implements EventStore {
+  readonly logId: string;
+  readonly projections: readonly AnyInlineProjection[];
+  readonly #db: Kysely<unknown>;
+  readonly #target: Target;
+  readonly #layout: Layout;
+  readonly #pollMs: number;
+  readonly #appended = new Subject<void>();
+  readonly #inline: ReadonlySet<string>;
+  #listener: Promise<pg.Client | undefined> | undefined;
+  #closed = false;
+
+  constructor(db: Kysely<unknown>, target: Target, layout: Layout, logId: string, projections: readonly AnyInlineProjection[], pollMs: number) {
+    this.#db = db;
+    this.#target = target;
+    this.#layout = layout;
+    this.logId = logId;
+    this.projections = projections;
+    this.#pollMs = pollMs;
+    this.#inline = new Set(projections.flatMap((p) => [...p.eventTypes]));
+  }
+
+  /** The URL of the log, with any password replaced. */
+  get shownTarget(): string {
+    return this.#target.shown;
+  }
+
+  async append(events: readonly TurnfoldEvent[]): Promise<readonly number[]> {
+    if (events.length === 0) return [];
+    return this.#write(async (trx) => this.#insert(trx, events));
+  }
+
+  async appendAfter(expectedLastSeq: number, events: readonly TurnfoldEvent[]): Promise<ConditionalAppend> {
+    return this.#write(async (trx): Promise<ConditionalAppend> => {
+      const lastSeq = await this.#last(trx);
+      if (lastSeq !== expectedLastSeq) return { ok: false, code: "conflict", lastSeq };
+      return { ok: true, seqs: await this.#insert(trx, events) };
+    });
+  }
+
+  async transact<T>(body: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    return this.#write(async (trx) =>
+      body({
+        lastSeq: () => this.#last(trx),
+        append: (events) => this.#insert(trx, events),
+        row: (projection, key) => this.#row(trx, projection, key),
+      }),
+    );
+  }
+
+  async row<Row>(projection: InlineProjection<Row>, key: string): Promise<Row | undefined> {
+    return this.#row(this.#db, projection, key);
+  }
+
+  async rows<Row>(projection: InlineProjection<Row>, options: ListOptions): Promise<Row[]> {
+    this.#registered(projection);
+    const table = this.#layout.projection(projection.name);
+    const limit = options.limit ?? 1_000_000_000;
+    const where = options.tag === null ? sql`tag IS NULL` : sql`tag = ${options.tag}`;
+    const found = await sql<{ row: string }>`SELECT row FROM ${table} WHERE ${where} ORDER BY updated_at, key LIMIT ${limit}`.execute(this.#db);
+    return found.rows.map((r) => JSON.parse(r.row) as Row);
+  }
+
+  async markDelivered(sink: string, recordSeq: number, at: number): Promise<void> {
+    await sql`INSERT INTO ${this.#layout.table("deliveries")} (sink, record_seq, delivered_at) VALUES (${sink}, ${recordSeq}, ${at})
+      ON CONFLICT DO NOTHING`.execute(this.#db);
+  }
+
+  async deliveredTo(sink: string, from = 1): Promise<ReadonlySet<number>> {
+    const found = await sql<{ seq: string }>`SELECT record_seq AS seq FROM ${this.#layout.table("deliveries")}
+      WHERE sink = ${sink} AND record_seq >= ${from}`.execute(this.#db);
+    return new Set(found.rows.map((r) => Number(r.seq)));
+  }
+
+  async readPage(options: ReadOptions = {}): Promise<readonly Stored[]> {
+    const from = options.from ?? 1;
+    const limit = options.limit ?? defaultPageSize;
+    const events = this.#layout.table("events");
+    const found =
+      options.type === undefined
+        ? await sql<{ seq: string; body: string }>`SELECT seq, body FROM ${events} WHERE seq >= ${from} ORDER BY seq LIMIT ${limit}`.execute(this.#db)
+        : await sql<{ seq: string; body: string }>`SELECT seq, body FROM ${events} WHERE type = ${options.type} AND seq >= ${from}
+            ORDER BY seq LIMIT ${limit}`.execute(this.#db);
+    return found.rows.map((r) => toStored({ seq: Number(r.seq), body: r.body }));
+  }
+
+  read(options?: ReadOptions): AsyncIterable<Stored> {
+    return readPaged((o) => this.readPage(o), options);
+  }
+
+  async lastSeq(): Promise<number> {
+    return this.#last(this.#db);
+  }
+
+  /** This handle's appends at once; other writers' commits by LISTEN/NOTIFY, with a slow poll behind it. */
+  changes(): Observable<void> {
+    void this.#listen();
+    return merge(this.#appended, interval(this.#pollMs).pipe(map(() => undefined)));
+  }
+
+  tail(options: { readonly from?: number } = {}) {
+    return tailPaged((o) => this.readPage(o), this.changes(), options.from);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#appended.complete();
+    const listener = await this.#listener;
+    await listener?.end().catch(() => undefined);
+    await this.#db.destroy();
+  }
+
+  /** One dedicated connection LISTENs for the whole handle; notifications wake every tail. */
+  #listen(): Promise<pg.Client | undefined> {
+    this.#listener ??= (async () => {
+      const client = new pg.Client({ connectionString: this.#target.connectionString });
+      client.on("error", () => undefined);
+      try {
+        await client.connect();
+        client.on("notification", () => this.#closed || this.#appended.next());
+        await client.query(`LISTEN "${this.#layout.channel}"`);
+        return client;
+      } catch {
+        // Polling still wakes tails; a later open will listen again.
+        await client.end().catch(() => undefined);
+        return undefined;
+      }
+    })();
+    return this.#listener;
+  }
+
+  async #write<T>(body: (trx: Kysely<unknown>) => Promise<T>): Promise<T> {
+    let appended = false;
+    const result = await this.#db.transaction().execute(async (trx) => {
+      await this.#layout.lock().execute(trx);
+      const before = await this.#last(trx);
+      const value = await body(trx);
+      if ((await this.#last(trx)) !== before) {
+        appended = true;
+        // Delivered at COMMIT, and only if the transaction commits.
+        await sql`SELECT pg_notify(${this.#layout.channel}, '')`.execute(trx);
+      }
+      return value;
+    });
+    if (appended) this.#appended.next();
+    return result;
+  }
+
+  async #last(db: Kysely<unknown>): Promise<number> {
+    const found = await sql<{ last: string }>`SELECT coalesce(max(seq), 0) AS last FROM ${this.#layout.table("events")}`.execute(db);
+    return Number(found.rows[0]!.last);
+  }
+
+  async #insert(trx: Kysely<unknown>, events: readonly TurnfoldEvent[]): Promise<number[]> {
+    if (events.length === 0) return [];
+    const first = (await this.#last(trx)) + 1;
+    const seqs = events.map((_, i) => first + i);
+    const bodies = events.map(bodyOf);
+    await sql`INSERT INTO ${this.#layout.table("events")} (seq, type, at, body)
+      SELECT * FROM unnest(${seqs}::bigint[], ${events.map((e) => e.type)}::text[], ${events.map((e) => e.at)}::bigint[], ${bodies}::text[])`.execute(trx);
+    const inline = events.flatMap((e, i) => (this.#inline.has(e.type) ? [toStored({ seq: seqs[i]!, body: bodies[i]! })] : []));
+    if (inline.length > 0) await applyRows(trx, this.#layout, this.projections, inline);
+    return seqs;
+  }
+
+  async #row<Row>(db: Kysely<unknown>, projection: InlineProjection<Row>, key: string): Promise<Row | undefined> {
+    this.#registered(projection);
+    const found = await sql<{ row: string }>`SELECT row FROM ${this.#layout.projection(projection.name)} WHERE key = ${key}`.execute(db);
+    const json = found.rows[0]?.row;
+    return json === undefined ? undefined : (JSON.parse(json) as Row);
+  }
+
+  #registered(projection: InlineProjection<unknown>): void {
+    if (!this.projections.some((p) => p.name === projection.name)) {
+      throw new Error(`inline projection "${projection.name}" is not registered with this log`);
+    }
+  }
+}
