@@ -2,13 +2,13 @@ import type { Command } from "commander";
 import { encodeJsonlLine } from "../events/jsonl.js";
 import { openLog } from "../open.js";
 import { runCommand, writeOut } from "./io.js";
-import { positiveInt } from "./options.js";
+import { dbOption, positiveInt } from "./options.js";
 
 export function exportCommand(program: Command): void {
   program
     .command("export")
     .description("write a log's events to stdout as JSONL, each with its seq")
-    .requiredOption("--db <log>", "SQLite log file")
+    .addOption(dbOption())
     .option("--from <seq>", "first seq to write", positiveInt, 1)
     .action((options: { db: string; from: number }) =>
       runCommand(async () => {

@@ -1,6 +1,8 @@
 import type { Command } from "commander";
 import { decodeJsonl } from "../events/jsonl.js";
+import { redactUrl } from "../events/postgres-log.js";
 import { openLog } from "../open.js";
+import { dbOption } from "./options.js";
 import { formatProblem } from "../events/validate.js";
 import { InputError, readTextFile, runCommand } from "./io.js";
 
@@ -11,7 +13,7 @@ export function importCommand(program: Command): void {
     .command("import")
     .description("validate a JSONL session and append it to a log; one bad line and nothing is appended")
     .argument("<file>", "JSONL file, one event per line")
-    .requiredOption("--db <log>", "SQLite log file (created when missing)")
+    .addOption(dbOption("the log: a SQLite file (created when missing) or a postgres:// URL"))
     .action((file: string, options: { db: string }) =>
       runCommand(async () => {
         const decoded = decodeJsonl(readTextFile(file));
@@ -20,12 +22,12 @@ export function importCommand(program: Command): void {
           const more = decoded.problems.length - shownProblems;
           if (more > 0) lines.push(`… and ${more} more problem${more === 1 ? "" : "s"}`);
           process.stderr.write(lines.join("\n") + "\n");
-          throw new InputError(`nothing was imported into ${options.db}`);
+          throw new InputError(`nothing was imported into ${redactUrl(options.db)}`);
         }
         const log = await openLog(options.db);
         try {
           const seqs = await log.append(decoded.events);
-          process.stderr.write(`imported ${seqs.length} events into ${options.db} (seq ${seqs[0]}–${seqs[seqs.length - 1]})\n`);
+          process.stderr.write(`imported ${seqs.length} events into ${redactUrl(options.db)} (seq ${seqs[0]}–${seqs[seqs.length - 1]})\n`);
         } finally {
           await log.close();
         }

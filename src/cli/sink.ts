@@ -4,7 +4,7 @@ import { httpSink } from "../sinks/http.js";
 import { startReceiver } from "../sinks/receiver.js";
 import { relay } from "../sinks/relay.js";
 import { runCommand } from "./io.js";
-import { positiveInt } from "./options.js";
+import { dbOption, positiveInt } from "./options.js";
 
 export function sinkCommand(program: Command): void {
   program
@@ -32,7 +32,7 @@ export function relayCommand(program: Command): void {
   program
     .command("relay")
     .description("deliver a log's recorded dispatches to an HTTP sink, oldest first per session, each once it is accepted")
-    .requiredOption("--db <log>", "SQLite log file")
+    .addOption(dbOption())
     .requiredOption("--url <url>", "where to POST each turn")
     .option("--until-idle", "stop once every record is delivered")
     .action((options: { db: string; url: string; untilIdle?: boolean }) =>

@@ -2,13 +2,13 @@ import type { Command } from "commander";
 import { encodeJsonlLine } from "../events/jsonl.js";
 import { openLog } from "../open.js";
 import { runCommand } from "./io.js";
-import { positiveInt } from "./options.js";
+import { dbOption, positiveInt } from "./options.js";
 
 export function tailCommand(program: Command): void {
   program
     .command("tail")
     .description("follow a log and print each new event as a JSONL line until interrupted")
-    .requiredOption("--db <log>", "SQLite log file")
+    .addOption(dbOption())
     .option("--from <seq>", "start at this seq instead of the next new event", positiveInt)
     .action((options: { db: string; from?: number }) =>
       runCommand(async () => {

@@ -1,0 +1,230 @@
+/**
+ * The PostgreSQL adapter with real processes and the real command: concurrent writers,
+ * crashes, the claim race, live runners killed at random, and every log command on a URL.
+ */
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { readAll } from "../src/events/log.js";
+import { isLogError, type Stored, type TurnfoldEvent } from "../src/events/index.js";
+import { openLog } from "../src/open.js";
+import { replay } from "../src/projections/replay.js";
+import { verifyRecorded } from "../src/projections/verify.js";
+import { cli, cliEntry } from "./support/cli.js";
+import { History } from "./support/history.js";
+import { postgresSkipReason, testDatabase } from "./support/postgres.js";
+
+const database = await testDatabase();
+const fixture = (name: string) => join(import.meta.dirname, "fixtures", name);
+
+function child(args: readonly string[], env: NodeJS.ProcessEnv = {}) {
+  const proc = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, ...env } });
+  let stdout = "";
+  let stderr = "";
+  proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+  proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const ready = new Promise<void>((resolve) => proc.stdout.once("data", () => resolve()));
+  const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    proc.on("exit", (code) => resolve({ code, stdout, stderr })),
+  );
+  return { proc, ready, exited };
+}
+
+const appender = (target: string, writer: string, batches: number, size: number, go = false) =>
+  child(["--import", "tsx", fixture("appender.ts"), target, writer, String(batches), String(size)], go ? { WAIT_FOR_GO: "1" } : {});
+
+type Written = Stored & { writer: string; batch: number; index: number; size: number };
+
+/** Seqs are 1..n with no gap, and every batch present is whole and in its writer's order. */
+function checkWholeBatches(events: readonly Written[]): Map<string, number> {
+  events.forEach((e, i) => expect(e.seq).toBe(i + 1));
+  const landed = new Map<string, number>();
+  for (let i = 0; i < events.length; ) {
+    const first = events[i]!;
+    expect(first.index).toBe(0);
+    for (let k = 0; k < first.size; k++) expect(events[i + k]).toMatchObject({ writer: first.writer, batch: first.batch, index: k });
+    expect(first.batch).toBe(landed.get(first.writer) ?? 0);
+    landed.set(first.writer, first.batch + 1);
+    i += first.size;
+  }
+  return landed;
+}
+
+describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""}`, () => {
+  const url = () => database!.freshLog();
+
+  it("four writer processes appending at once lose nothing, and seqs stay gapless", async () => {
+    const target = url();
+    await (await openLog(target)).close();
+    const writers = ["w0", "w1", "w2", "w3"].map((w) => appender(target, w, 60, 25, true));
+    await Promise.all(writers.map((w) => w.ready));
+    for (const w of writers) w.proc.stdin.write("go\n");
+    for (const r of await Promise.all(writers.map((w) => w.exited))) expect(r).toMatchObject({ code: 0, stderr: "" });
+    const log = await openLog(target, { create: false });
+    const events = (await readAll(log)) as Written[];
+    await log.close();
+    expect(events).toHaveLength(4 * 60 * 25);
+    expect([...checkWholeBatches(events).values()]).toEqual([60, 60, 60, 60]);
+    expect(events.filter((e, i) => i > 0 && e.writer !== events[i - 1]!.writer).length).toBeGreaterThan(3);
+  }, 120_000);
+
+  it("writers killed with SIGKILL at random moments leave whole batches only, and appending goes on", async () => {
+    const target = url();
+    await (await openLog(target)).close();
+    for (let trial = 0; trial < 8; trial++) {
+      const run = appender(target, `t${trial}`, 0, 97);
+      await run.ready;
+      await new Promise((r) => setTimeout(r, 20 + Math.random() * 80));
+      run.proc.kill("SIGKILL");
+      expect((await run.exited).code).toBeNull();
+    }
+    const log = await openLog(target, { create: false });
+    const events = (await readAll(log)) as Written[];
+    checkWholeBatches(events);
+    expect(events.length).toBeGreaterThan(0);
+    expect(await log.append([{ type: "drain", at: 1, session: "s", consumer: "tui-poller" }])).toEqual([events.length + 1]);
+    await log.close();
+  }, 120_000);
+
+  it("4 processes racing for 1,000 delegations deliver each exactly once, none left pending", async () => {
+    const target = url();
+    const log = await openLog(target);
+    const events: TurnfoldEvent[] = [];
+    for (let i = 0; i < 1000; i++) {
+      events.push({ type: "delegation.dispatched", at: 1, delegation: `d${i}`, owner: "s1", goal: "g" });
+      events.push({ type: "delegation.completed", at: 2, delegation: `d${i}`, status: "completed" });
+    }
+    await log.append(events);
+    const claimers = ["a", "b", "c", "d"].map((c) => child([fixture("claimer.mjs"), target, c]));
+    await Promise.all(claimers.map((c) => c.ready));
+    for (const c of claimers) c.proc.stdin.write("go\n");
+    const lists = (await Promise.all(claimers.map((c) => c.exited))).map((r) => {
+      expect(r).toMatchObject({ code: 0, stderr: "" });
+      return JSON.parse(r.stdout.trim().split("\n").pop()!) as string[];
+    });
+    const all = lists.flat();
+    expect(all).toHaveLength(1000);
+    expect(new Set(all).size).toBe(1000);
+    expect(lists.filter((l) => l.length > 0).length).toBeGreaterThan(1);
+    expect((await readAll(log)).filter((e) => e.type === "delegation.delivered")).toHaveLength(1000);
+    await log.close();
+  }, 180_000);
+
+  it("live runners killed and restarted at random while events arrive record every decision exactly once", async () => {
+    const target = url();
+    const h = new History();
+    for (let s = 0; s < 12; s++) {
+      const key = `s${s}`;
+      h.open(key, "tui");
+      h.completions(key, [`${key}-a`, `${key}-b`, `${key}-c`], { [`${key}-b`]: 1 }).drain(key);
+      h.completions(key, [`${key}-d`]).drain(key);
+    }
+    const events = h.events.map(({ seq: _s, ...e }) => e as TurnfoldEvent);
+    const expected = replay(h.events).turns.length;
+    const producer = await openLog(target);
+    const start = () => {
+      const r = child([fixture("runner.mjs"), target]);
+      return r;
+    };
+    const runners = [start(), start(), start()];
+    await Promise.all(runners.map((r) => r.ready));
+    let kills = 0;
+    const chaos = (async () => {
+      for (let round = 0; round < 12; round++) {
+        await new Promise((r) => setTimeout(r, 60 + Math.random() * 120));
+        const i = Math.floor(Math.random() * runners.length);
+        runners[i]!.proc.kill("SIGKILL");
+        await runners[i]!.exited;
+        kills++;
+        runners[i] = start();
+        await runners[i]!.ready;
+      }
+    })();
+    for (let i = 0; i < events.length; i += 6) {
+      await producer.append(events.slice(i, i + 6));
+      await new Promise((r) => setTimeout(r, 15));
+    }
+    await chaos;
+    const records = async () => (await readAll(producer)).filter((e) => e.type === "notification.dispatched");
+    const deadline = Date.now() + 30_000;
+    while ((await records()).length < expected && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    // Give a runner that might decide twice the time to do it, then stop them all.
+    await new Promise((r) => setTimeout(r, 500));
+    for (const r of runners) r.proc.kill("SIGTERM");
+    await Promise.all(runners.map((r) => r.exited));
+    expect(kills).toBe(12);
+    const all = await readAll(producer);
+    expect(await records()).toHaveLength(expected);
+    expect(verifyRecorded(all, replay(all).turns)).toEqual({ ok: true, turns: expected });
+    await producer.close();
+    const verify = cli(["replay", target, "--verify"]);
+    expect(verify.stderr).toBe("");
+    expect(verify.code).toBe(0);
+  }, 120_000);
+
+  it("import, export, replay, explain and relay work on a URL as on a file, and TURNFOLD_DB names the log", async () => {
+    const target = url();
+    const imported = cli(["import", join(import.meta.dirname, "..", "examples", "mixed.jsonl"), "--db", target]);
+    expect(imported.stderr).toMatch(/^imported \d+ events into postgres:/);
+    expect(imported.code).toBe(0);
+    const fromEnv = cli(["export"], { env: { TURNFOLD_DB: target } });
+    expect(fromEnv.code).toBe(0);
+    const file = cli(["export", "--db", target]);
+    expect(file.stdout).toBe(fromEnv.stdout);
+    expect(file.stdout.trim().split("\n").length).toBeGreaterThan(10);
+    const fromFile = cli(["replay", join(import.meta.dirname, "..", "examples", "mixed.jsonl"), "--json"]);
+    const fromUrl = cli(["replay", target, "--json"]);
+    expect(fromUrl.code).toBe(0);
+    expect(fromUrl.stdout).toBe(fromFile.stdout);
+    expect(cli(["replay", target, "--verify"]).code).toBe(0);
+    const member = (JSON.parse(fromUrl.stdout.split("\n")[0]!) as { members: string[] }).members[0]!;
+    const explained = cli(["explain", target, member]);
+    expect(explained.code).toBe(0);
+    expect(explained.stdout).toContain(member);
+    const receiver = await import("../src/sinks/receiver.js").then((m) => m.startReceiver());
+    // Not spawnSync: the receiver lives in this process and must keep answering.
+    const relayed = await child([cliEntry, "relay", "--db", target, "--url", receiver.url, "--until-idle"]).exited;
+    await receiver.close();
+    expect(relayed.code).toBe(0);
+    expect(receiver.turns.length).toBe(fromUrl.stdout.trim().split("\n").length);
+  }, 60_000);
+
+  it("a wrong URL, a refused connection or a missing database is one line naming what failed, never the password", async () => {
+    const secret = "hunter2-s3cret";
+    const base = new URL(database!.url);
+    const missing = `postgres://postgres:${secret}@${base.host}/turnfold_no_such_db_${process.pid}`;
+    const refused = `postgres://postgres:${secret}@127.0.0.1:1/test`;
+    const cases: [string, RegExp][] = [
+      [missing, /database "turnfold_no_such_db_\d+" does not exist/],
+      [refused, /connection refused/],
+      [`postgres://postgres:${secret}@127.0.0.1:5432`, /names no database/],
+    ];
+    for (const [target, message] of cases) {
+      const result = cli(["export", "--db", target]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(message);
+      expect(result.stderr.trim().split("\n")).toHaveLength(1);
+      expect(result.stderr).not.toContain(secret);
+      expect(result.stderr).toContain("***");
+    }
+  });
+
+  it("the database refuses UPDATE, DELETE and TRUNCATE of events, and a newer layout is refused clearly", async () => {
+    const target = url();
+    const log = await openLog(target);
+    await log.append([{ type: "drain", at: 1, session: "s", consumer: "tui-poller" }]);
+    await log.close();
+    const schema = new URL(target).searchParams.get("schema")!;
+    const client = new pg.Client({ connectionString: database!.url });
+    await client.connect();
+    for (const statement of [`UPDATE ${schema}.events SET at = 2`, `DELETE FROM ${schema}.events`, `TRUNCATE ${schema}.events`]) {
+      await expect(client.query(statement)).rejects.toThrow(/append-only/);
+    }
+    await client.query(`UPDATE ${schema}.meta SET value = '9' WHERE key = 'schema_version'`);
+    await client.end();
+    const error = await openLog(target).catch((e: unknown) => e);
+    expect(isLogError(error) && error.code).toBe("newer-version");
+    expect(String((error as Error).message)).toMatch(/newer turnfold.*version 9/);
+  });
+});
