@@ -2,10 +2,13 @@
 import { appendBench } from "./append.js";
 import { foldBench } from "./fold.js";
 import { printTable, type Row } from "./harness.js";
+import { postgresBench } from "./postgres.js";
 
 const rows: Row[] = [];
 process.stderr.write("measuring append …\n");
 rows.push(...(await appendBench()));
 process.stderr.write("measuring the projection (1,000,000 events; about a minute) …\n");
 rows.push(...(await foldBench()));
+process.stderr.write("measuring PostgreSQL (append, ledger claims, live-runner latency) …\n");
+rows.push(...(await postgresBench()));
 printTable(rows);

@@ -75,3 +75,32 @@ describe("the live projection on a SQLite log (R23)", () => {
     for (const log of [producer, a, b]) await log.close();
   });
 });
+
+describe("the live runner wakes on every change", () => {
+  for (const target of ["memory:", "sqlite"]) {
+    it(`${target}: with a 60 s fallback poll, 40 appends in a row each get their turn without waiting for the poll`, async () => {
+      const log = await openLog(target === "sqlite" ? fresh() : target);
+      await log.append([{ type: "session.opened", at: 1, session: "s", surface: "tui" }]);
+      const seen: string[] = [];
+      const append = (i: number) =>
+        void log.append([
+          { type: "process.exited", at: 10 + i, process: `p${i}`, exitCode: 0, reason: "exited", output: "ok", owner: "s" },
+          { type: "drain", at: 10 + i, session: "s", consumer: "tui-poller" },
+        ]);
+      const all = new Promise<void>((resolve) => {
+        // The next exit is appended the moment a turn comes out, while the runner is still
+        // busy reading: a wake-up lost then would leave it asleep for the whole minute.
+        const subscription = liveTurns(log, { pollMs: 60_000 }).subscribe((o) => {
+          if (o.type !== "turn") return;
+          seen.push(o.members[0]!);
+          if (seen.length < 40) append(seen.length);
+          else resolve(subscription.unsubscribe());
+        });
+      });
+      append(0);
+      await all;
+      expect(seen).toEqual(Array.from({ length: 40 }, (_, i) => `p${i}`));
+      await log.close();
+    });
+  }
+});

@@ -47,7 +47,13 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
   const pending = new Map<string, DispatchRecord>();
   let next = 1;
   let wake: (() => void) | undefined;
-  const changes = log.changes().subscribe(() => wake?.());
+  // A change that comes while the runner is reading, not sleeping, must not be lost:
+  // it is remembered, and the next sleep returns at once.
+  let changed = false;
+  const changes = log.changes().subscribe(() => {
+    if (wake) wake();
+    else changed = true;
+  });
   signal.addEventListener("abort", () => changes.unsubscribe(), { once: true });
 
   const fold = (event: Stored) => {
@@ -90,6 +96,10 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
     if (pending.size > 0) {
       // A conflict means someone appended meanwhile: read on, and decide again from there.
       await log.appendAfter(next - 1, [...pending.values()]);
+      continue;
+    }
+    if (changed) {
+      changed = false;
       continue;
     }
     await sleep(options.pollMs ?? 25, signal, (w) => (wake = w));
