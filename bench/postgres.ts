@@ -216,7 +216,7 @@ async function latencies(log: TurnfoldLog, count: number): Promise<number[]> {
   return times.sort((x, y) => x - y);
 }
 
-async function latencyRows(fresh: () => string): Promise<Row[]> {
+export async function latencyRows(fresh: () => string): Promise<Row[]> {
   const dir = mkdtempSync(join(tmpdir(), "turnfold-bench-"));
   try {
     const count = 300;
