@@ -6,8 +6,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { encodeJsonlLine, MemoryLog, type TurnfoldEvent } from "../src/events/index.js";
-import { recordDispatches } from "../src/projections/record.js";
-import { History, ids } from "../src/testing/history.js";
+import { recordDispatches } from "../src/projections/record-dispatches.js";
+import { History, ids } from "../src/testing/history-builder.js";
 
 const backlog = new History().open("s1", "tui").completions("s1", ids("p", 12), { p12: 7 }).drain("s1", "tui-poller");
 

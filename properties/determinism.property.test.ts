@@ -1,12 +1,12 @@
-/** Determinism: every way of running the projection gives the same turns (R23, SPEC §9). */
+/** Determinism: every way of running the projection gives the same turns (R23, docs/rules.md). */
 import { test } from "@fast-check/vitest";
 import { expect } from "vitest";
 import { from, lastValueFrom, toArray } from "rxjs";
 import { histories } from "../src/arbitraries/index.js";
 import { MemoryLog, openSqliteLog, type TurnfoldEvent } from "../src/events/index.js";
 import { createState, evolve, evolveEnd, type State } from "../src/reducers/index.js";
-import { recordDispatches } from "../src/projections/record.js";
-import { toRecord } from "../src/projections/records.js";
+import { recordDispatches } from "../src/projections/record-dispatches.js";
+import { toRecord } from "../src/projections/dispatch-record.js";
 import { replay } from "../src/projections/replay.js";
 import { turns } from "../src/projections/turns.js";
 import { verifyRecorded } from "../src/projections/verify.js";

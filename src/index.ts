@@ -1,35 +1,69 @@
 /**
  * turnfold: fold the noise of background work into the turns a conversation should get.
  *
+ * Every name here is documented where it is declared; `test/public-api.test.ts` checks
+ * that each export has a TSDoc comment, and `test/package.int.test.ts` compiles and runs
+ * the README's examples against the packed package.
+ *
  * @example
- * import { openLog, replay } from "turnfold";
+ * import { openLog, readAll, replay } from "turnfold";
  * const log = await openLog("agent.sqlite");
- * const { turns } = replay(log.scan());
+ * const { turns } = replay(await readAll(log));
  */
-export * from "./events/index.js";
+
+// Events: the vocabulary, its validation and its JSONL form.
+export {
+  TurnfoldEvent,
+  eventTypes,
+  schemaVersion,
+  surfaces,
+  consumers,
+  turnKinds,
+  type EventType,
+  type EventOf,
+  type Stored,
+  type Surface,
+  type DrainConsumer,
+  type TurnKind,
+  type Route,
+} from "./events/schema.js";
+export { validateEvent, formatProblem, type Problem, type Validated } from "./events/validate.js";
+export { decodeJsonl, encodeJsonlLine, type Decoded } from "./events/jsonl.js";
+export { eventsJsonSchema } from "./events/json-schema.js";
+
+// The store: one port, three adapters behind openLog.
 export { openLog, memoryTarget, type OpenLogOptions, type TurnfoldLog } from "./open.js";
-export * from "./reducers/index.js";
+export { readAll, type EventLog, type ReadOptions, type ConditionalAppend } from "./events/log.js";
+export type { EventStore, StoreTransaction, InlineProjection, ListOptions } from "./events/store.js";
+export { isLogError, type LogError, type LogErrorCode } from "./events/errors.js";
+export { redactUrl } from "./events/postgres-log.js";
+
+// The projection and its ways to run.
+export { createState, evolve, type State } from "./reducers/index.js";
 export { Projection, type Turn, type StatusLine, type Output, type ProjectionOptions } from "./projections/project.js";
 export { replay, type Replayed } from "./projections/replay.js";
-export { turns } from "./projections/turns.js";
+export { turns, type TurnsOptions } from "./projections/turns.js";
 export { liveTurns, type LiveOptions } from "./projections/live.js";
+export { recordDispatches } from "./projections/record-dispatches.js";
 export { verifyRecorded, type Verified, type Difference } from "./projections/verify.js";
 export { explain, type Explanation, type ItemStory, type Waiting } from "./projections/explain.js";
-export { toRecord, fromRecord, type DispatchRecord } from "./projections/records.js";
-export { createRenderer, defaultRenderer, renderText, type Renderer } from "./render/renderer.js";
+export { toRecord, fromRecord, type DispatchRecord } from "./projections/dispatch-record.js";
+export { createRenderer, defaultRenderer, type Renderer } from "./render/renderer.js";
 export { explanationText } from "./render/explain.js";
-export { History } from "./testing/history.js";
-export * from "./reducers/ledger.js";
-export { ledgerProjection, type LedgerProjection } from "./ledger/projection.js";
+
+// The delegation ledger.
+export { defaultLedgerPolicy, type LedgerPolicy, type LedgerRow, type Delivery, type Refusal } from "./reducers/ledger.js";
 export { Ledger, type ClaimResult, type Transition, type Recovery, type LedgerOptions } from "./ledger/ledger.js";
-export { processStart, isAlive, currentProcess } from "./ledger/process-identity.js";
+export { processStart, isAlive, currentProcess, type ProcessIdentity } from "./ledger/process-identity.js";
+
+// Delivery.
 export type { DispatchedTurn, TurnSink, SinkStatusLine } from "./sinks/sink.js";
+export { relay, type RelayOptions } from "./sinks/relay.js";
 export { httpSink, idempotencyHeader, type HttpSinkOptions } from "./sinks/http.js";
 export { callbackSink, jsonlSink, stdoutSink, statusSink } from "./sinks/simple.js";
 export { startReceiver, type Receiver, type ReceiverOptions } from "./sinks/receiver.js";
-export { relay, type RelayOptions } from "./sinks/relay.js";
-export { recordDispatches } from "./projections/record.js";
 export { gatewaySink, type GatewaySinkOptions } from "./sinks/gateway.js";
-export { routeKey } from "./reducers/gateway.js";
-export type { TurnsOptions } from "./projections/turns.js";
-export { soloText } from "./projections/solo.js";
+
+// Real processes.
+export { Supervisor, type SupervisorOptions, type StartOptions, type ExitResult, type WaitResult, type LogPage } from "./supervisor/supervisor.js";
+export { createRedactor, defaultRules, type Redactor, type RedactionRule } from "./supervisor/redact.js";

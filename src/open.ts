@@ -10,6 +10,7 @@ import type { EventStore } from "./events/store.js";
 import { ledgerProjection } from "./ledger/projection.js";
 import { defaultLedgerPolicy, type LedgerPolicy } from "./reducers/ledger.js";
 
+/** How `openLog` opens a log. */
 export interface OpenLogOptions {
   /** Create the log when missing. Default true. */
   readonly create?: boolean;

@@ -9,7 +9,7 @@ const examples = join(import.meta.dirname, "..", "examples");
 const example = (name: string) => join(examples, `${name}.jsonl`);
 
 describe("turnfold replay", () => {
-  it("prints one JSON object per turn, as SPEC §9", () => {
+  it("prints one JSON object per turn, as docs/rules.md", () => {
     const result = cli(["replay", example("backlog"), "--json"]);
     expect(result.code).toBe(0);
     const lines = result.stdout.trim().split("\n").map((l) => JSON.parse(l));
@@ -99,7 +99,7 @@ describe("turnfold demo", () => {
 });
 
 describe("turnfold probe", () => {
-  it("runs every scenario on every consumer as SPEC says and writes the report with every field", () => {
+  it("runs every scenario on every consumer as docs/rules.md says and writes the report with every field", () => {
     const report = join(dir, "probe.json");
     const result = cli(["probe", report]);
     expect(result.stderr).toContain("probe 15/15");

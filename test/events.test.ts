@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { decodeJsonl, eventTypes, formatProblem, schemaVersion, validateEvent } from "../src/events/index.js";
 
 describe("event schemas", () => {
-  it("knows every SPEC §2 type, at schema version 1", () => {
+  it("knows every docs/events.md type, at schema version 1", () => {
     expect(schemaVersion).toBe(1);
     expect(new Set(eventTypes).size).toBe(25);
     expect(eventTypes).toContain("delegation.taskFailed");

@@ -6,7 +6,7 @@ import { openLog, type TurnfoldLog } from "../src/open.js";
 import { readAll } from "../src/events/log.js";
 import { liveTurns } from "../src/projections/live.js";
 import type { Turn } from "../src/projections/project.js";
-import { recordDispatches } from "../src/projections/record.js";
+import { recordDispatches } from "../src/projections/record-dispatches.js";
 import { replay } from "../src/projections/replay.js";
 import { verifyRecorded } from "../src/projections/verify.js";
 import { gatewaySink } from "../src/sinks/gateway.js";

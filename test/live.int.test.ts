@@ -5,7 +5,7 @@ import type { TurnfoldEvent } from "../src/events/index.js";
 import { openLog, type TurnfoldLog } from "../src/open.js";
 import { readAll } from "../src/events/log.js";
 import { liveTurns } from "../src/projections/live.js";
-import { recordDispatches } from "../src/projections/record.js";
+import { recordDispatches } from "../src/projections/record-dispatches.js";
 import { replay } from "../src/projections/replay.js";
 import { verifyRecorded } from "../src/projections/verify.js";
 import { History, ids } from "./support/history.js";

@@ -5,10 +5,10 @@ import type { Command } from "commander";
 import type { TurnfoldEvent } from "../events/schema.js";
 import { openLog } from "../open.js";
 import { readAll } from "../events/log.js";
-import { recordDispatches } from "../projections/record.js";
+import { recordDispatches } from "../projections/record-dispatches.js";
 import { replay } from "../projections/replay.js";
 import { verifyRecorded } from "../projections/verify.js";
-import { History, ids } from "../testing/history.js";
+import { History, ids } from "../testing/history-builder.js";
 import { runCommand, writeOut } from "./io.js";
 import { styler, useColour } from "./style.js";
 

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { explain } from "../projections/explain.js";
 import { explanationText } from "../render/explain.js";
-import { loadHistory } from "./history.js";
+import { loadHistory } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
 
 export function explainCommand(program: Command): void {

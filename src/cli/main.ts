@@ -7,7 +7,8 @@ import { exportCommand } from "./export.js";
 import { importCommand } from "./import.js";
 import { probeCommand } from "./probe.js";
 import { replayCommand } from "./replay.js";
-import { relayCommand, sinkCommand } from "./sink.js";
+import { relayCommand } from "./relay.js";
+import { sinkCommand } from "./sink.js";
 import { tailCommand } from "./tail.js";
 
 const program = new Command("turnfold")

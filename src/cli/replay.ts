@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { Projection, type Output } from "../projections/project.js";
 import { verifyRecorded } from "../projections/verify.js";
-import { loadHistory } from "./history.js";
+import { loadHistory } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
 import { progress, styler, useColour } from "./style.js";
 

@@ -14,6 +14,7 @@ export type LogErrorCode =
   | "missing-database"
   | "connection-failed";
 
+/** An error of a log, with a stable `code` and the file or (redacted) URL it is about. */
 export interface LogError extends Error {
   readonly code: LogErrorCode;
   readonly path: string;
@@ -30,6 +31,7 @@ export function logError(code: LogErrorCode, path: string, message: string, caus
   return error;
 }
 
+/** True for the errors a log raises for bad input (a missing file, a refused URL, a newer layout …). */
 export function isLogError(value: unknown): value is LogError {
   return value instanceof Error && value.name === "TurnfoldLogError" && typeof (value as { code?: unknown }).code === "string";
 }

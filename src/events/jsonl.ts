@@ -6,6 +6,7 @@
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { validateEvent, type Problem } from "./validate.js";
 
+/** The result of decoding JSONL: every event, or the problems of every bad line. */
 export type Decoded =
   | { readonly ok: true; readonly events: readonly TurnfoldEvent[] }
   | { readonly ok: false; readonly problems: readonly Problem[] };

@@ -5,6 +5,7 @@
 import { Observable, type Subscription } from "rxjs";
 import type { EventType, Stored, TurnfoldEvent } from "./schema.js";
 
+/** Where a read starts, how many events a page holds, and which type to keep. */
 export interface ReadOptions {
   /** First seq to return (inclusive). Default 1. */
   readonly from?: number;
@@ -19,6 +20,7 @@ export type ConditionalAppend =
   | { readonly ok: true; readonly seqs: readonly number[] }
   | { readonly ok: false; readonly code: "conflict"; readonly lastSeq: number };
 
+/** The log: append, read and tail events in seq order. Every adapter implements it. */
 export interface EventLog {
   /** Appends every event or none, in one transaction; resolves to their seqs. */
   append(events: readonly TurnfoldEvent[]): Promise<readonly number[]>;

@@ -1,5 +1,5 @@
 /**
- * Event schemas, version 1 (SPEC §2). One zod object per event type; the union is
+ * Event schemas, version 1 (docs/events.md). One zod object per event type; the union is
  * discriminated on `type`; every TypeScript type is inferred from a schema.
  *
  * Objects are "loose": fields this version does not know are kept as they are, so a
@@ -13,18 +13,25 @@ export const schemaVersion = 1;
 const id = z.string().min(1, "must be a non-empty string");
 const count = z.number().int().nonnegative();
 
+/** Every surface a session may have: interactive (`cli`, `tui`, `desktop`, `dashboard`), `gateway`, and headless (`api`, `acp`, `oneshot`). */
 export const surfaces = ["cli", "tui", "desktop", "dashboard", "gateway", "api", "acp", "oneshot"] as const;
+/** Who drains notifications for a session (see `surfaces`). */
 export const Surface = z.enum(surfaces);
 export type Surface = z.infer<typeof Surface>;
 
+/** Every consumer that drains a session: the CLI's idle tick and post-turn drain, the TUI's poller and post-turn safety net. */
 export const consumers = ["cli-idle", "cli-post-turn", "tui-poller", "tui-post-turn"] as const;
+/** The consumer named by a `drain` event (see `consumers`). */
 export const DrainConsumer = z.enum(consumers);
 export type DrainConsumer = z.infer<typeof DrainConsumer>;
 
+/** Every kind of turn: a completion batch, a watch hit, a heartbeat, a delegation result or notice, a diagnostic. */
 export const turnKinds = ["completions", "watch", "heartbeat", "delegation", "diagnostic"] as const;
+/** The kind of a turn (see `turnKinds`). */
 export const TurnKind = z.enum(turnKinds);
 export type TurnKind = z.infer<typeof TurnKind>;
 
+/** A gateway session's destination: platform, chat type, chat id, and optionally thread and user. */
 export const Route = z.looseObject({
   platform: id,
   chatType: id,
@@ -206,10 +213,12 @@ export const TurnfoldEvent = z.discriminatedUnion("type", [
 
 /** Any event of schema version 1, as a producer writes it (the log adds `seq`). */
 export type TurnfoldEvent = z.infer<typeof TurnfoldEvent>;
+/** The `type` of an event. */
 export type EventType = TurnfoldEvent["type"];
 /** The event of one type. */
 export type EventOf<T extends EventType> = Extract<TurnfoldEvent, { type: T }>;
 /** An event as stored: the log's `seq` on top of the producer's event. */
 export type Stored<E extends TurnfoldEvent = TurnfoldEvent> = E & { readonly seq: number };
 
+/** Every event type of schema version 1, in the order of the union. */
 export const eventTypes: readonly EventType[] = TurnfoldEvent.options.map((o) => o.shape.type.value);

@@ -44,11 +44,13 @@ export interface StoreTransaction {
   row<Row>(projection: InlineProjection<Row>, key: string): Promise<Row | undefined>;
 }
 
+/** Which rows of an inline projection to list: one tag (`null` for none), at most `limit`. */
 export interface ListOptions {
   readonly tag: string | null;
   readonly limit?: number;
 }
 
+/** The store port: the log, one write transaction, inline projections and delivery marks. `openLog` returns one. */
 export interface EventStore extends EventLog {
   /** A random id given to the log when it was created: it names the log in idempotency keys. */
   readonly logId: string;

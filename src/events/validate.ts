@@ -5,6 +5,7 @@
 import type { z } from "zod";
 import { TurnfoldEvent, eventTypes, type EventType } from "./schema.js";
 
+/** One reason an event was refused: where (line or seq), which field, and why. */
 export interface Problem {
   /** "line 12", "seq 40", or whatever location the caller names. */
   readonly where: string;
@@ -13,6 +14,7 @@ export interface Problem {
   readonly reason: string;
 }
 
+/** The result of validating one event: the event, or its problems. */
 export type Validated =
   | { readonly ok: true; readonly event: TurnfoldEvent }
   | { readonly ok: false; readonly problems: readonly Problem[] };

@@ -10,12 +10,15 @@ import { decideClaim, decideWithClaim, releaseDrops, type LedgerPolicy, type Led
 import { ledgerOf, type LedgerProjection } from "./projection.js";
 import { isAlive as processIsAlive } from "./process-identity.js";
 
+/** A claim: its token and row, or why it was refused. */
 export type ClaimResult =
   | { readonly claimed: true; readonly claim: string; readonly row: LedgerRow }
   | { readonly claimed: false; readonly reason: Refusal };
 
+/** A complete, release, defer or drop: the new row, or why it was refused. */
 export type Transition = { readonly ok: true; readonly row: LedgerRow } | { readonly ok: false; readonly reason: Refusal };
 
+/** Who is claiming, and the clock, token and liveness functions (inject fakes in tests). */
 export interface LedgerOptions {
   /** Who is claiming: recorded on each transition. */
   readonly consumer?: string;
@@ -25,6 +28,7 @@ export interface LedgerOptions {
   readonly isAlive?: (pid: number, start: string | undefined) => boolean;
 }
 
+/** What `recover()` did on start. */
 export interface Recovery {
   /** Pending rows offered once on this start, oldest first. */
   readonly offered: readonly LedgerRow[];

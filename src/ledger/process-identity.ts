@@ -4,6 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 
+/** A process by pid and start time, so a reused pid is not mistaken for the owner. */
 export interface ProcessIdentity {
   readonly pid: number;
   readonly start: string;
@@ -21,6 +22,7 @@ export function processStart(pid: number): string | undefined {
   }
 }
 
+/** This process's identity (pid and start time), to record as a delegation's owner. */
 export function currentProcess(): ProcessIdentity {
   return { pid: process.pid, start: processStart(process.pid) ?? "unknown" };
 }

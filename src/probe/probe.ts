@@ -11,7 +11,7 @@ import type { DrainConsumer, Stored, TurnfoldEvent } from "../events/schema.js";
 import { openLog, type TurnfoldLog } from "../open.js";
 import { readAll } from "../events/log.js";
 import { Projection } from "../projections/project.js";
-import { recordDispatches } from "../projections/record.js";
+import { recordDispatches } from "../projections/record-dispatches.js";
 import { soloText } from "../projections/solo.js";
 import { httpSink } from "../sinks/http.js";
 import { startReceiver } from "../sinks/receiver.js";
@@ -38,7 +38,7 @@ export interface ProbeRun {
   readonly queueRemaining: number;
   readonly statusEvents: number;
   readonly delegationDeliveredOnce: boolean | null;
-  /** What differs from SPEC; empty when the run is as expected. */
+  /** What differs from the rules; empty when the run is as expected. */
   readonly problems: readonly string[];
 }
 
@@ -215,7 +215,7 @@ function measure(consumer: ProbeConsumer, scenario: Scenario, payloads: string[]
   return { ...run, problems: check(run) };
 }
 
-/** SPEC's expectations for each scenario. */
+/** the rules' expectations for each scenario. */
 function check(run: Omit<ProbeRun, "problems">): string[] {
   const problems: string[] = [];
   const expect = (ok: boolean, what: string) => ok || problems.push(what);

@@ -14,6 +14,7 @@ export type Waiting =
   | { readonly where: "unaddressed" }
   | { readonly where: "parked"; readonly owner: string };
 
+/** One item's fate: dispatched in which turn, consumed, parked, dropped or still waiting, and why. */
 export interface ItemStory {
   readonly itemSeq: number | undefined;
   readonly kind: string | undefined;
@@ -23,6 +24,7 @@ export interface ItemStory {
   readonly waiting: Waiting | undefined;
 }
 
+/** What `explain` found: the events of a process or delegation and the story of each item. */
 export interface Explanation {
   readonly id: string;
   readonly events: readonly Stored[];
@@ -34,6 +36,7 @@ function mentions(event: Stored, id: string): boolean {
   return e.process === id || e.delegation === id || (Array.isArray(e.members) && e.members.includes(id));
 }
 
+/** Tells what became of every item one process or delegation made (R31). */
 export function explain(events: Iterable<Stored>, id: string, options: ProjectionOptions = {}): Explanation {
   const notes: Note[] = [];
   const projection = new Projection({ ...options, trace: (note) => note.member === id && notes.push(note) });

@@ -9,8 +9,9 @@ import { Observable } from "rxjs";
 import type { EventLog } from "../events/log.js";
 import type { Stored } from "../events/schema.js";
 import { Projection, type Output, type ProjectionOptions, type StatusLine } from "./project.js";
-import { fromRecord, toRecord, type DispatchRecord } from "./records.js";
+import { fromRecord, toRecord, type DispatchRecord } from "./dispatch-record.js";
 
+/** Options of the live runner: those of the projection, plus how it waits and reads. */
 export interface LiveOptions extends ProjectionOptions {
   /**
    * When caught up, the runner waits for the log's `changes()` (an append, another

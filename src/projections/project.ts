@@ -10,7 +10,7 @@ import { flushGateway, nextGatewayDeadline } from "../reducers/gateway.js";
 import { createState, defaultGateway, type GatewayOptions, type ParkingLimits, type State } from "../reducers/state.js";
 import { createRenderer, renderText, type Renderer } from "../render/renderer.js";
 
-/** One notification delivered to a conversation (SPEC §9). */
+/** One notification delivered to a conversation (docs/rules.md). */
 export interface Turn {
   readonly type: "turn";
   /** Seq of the drain (TUI) or `input.taken` (CLI) that sent it. */
@@ -33,8 +33,10 @@ export interface StatusLine {
   readonly status: string;
 }
 
+/** What a projection emits: a turn, or a TUI status line. */
 export type Output = Turn | StatusLine;
 
+/** Texts, parking limits and gateway window of a projection. */
 export interface ProjectionOptions {
   /** Replace any of the default texts and titles. */
   readonly templates?: Partial<Renderer>;
@@ -45,6 +47,7 @@ export interface ProjectionOptions {
   readonly trace?: (note: Note) => void;
 }
 
+/** The projection: push events in log order, get the turns and status lines they decide. */
 export class Projection {
   readonly #state: State;
   readonly #renderer: Renderer;

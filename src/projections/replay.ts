@@ -2,6 +2,7 @@
 import type { Stored } from "../events/schema.js";
 import { Projection, type Output, type ProjectionOptions, type StatusLine, type Turn } from "./project.js";
 
+/** Everything a replay derived: the turns and the status lines. */
 export interface Replayed {
   readonly turns: readonly Turn[];
   readonly statusLines: readonly StatusLine[];

@@ -3,6 +3,7 @@ import { asyncScheduler, Observable, type OperatorFunction, type SchedulerLike, 
 import type { Stored } from "../events/schema.js";
 import { Projection, type Output, type ProjectionOptions } from "./project.js";
 
+/** Options of the `turns()` operator: those of the projection, plus the scheduler that closes gateway windows. */
 export interface TurnsOptions extends ProjectionOptions {
   /**
    * Times the gateway windows (R28) when no later event arrives to close them. Event

@@ -1,8 +1,9 @@
 /** `--verify`: the recorded dispatches of a history against the ones re-derived from it. */
 import type { Stored } from "../events/schema.js";
 import type { Turn } from "./project.js";
-import { fromRecord } from "./records.js";
+import { fromRecord } from "./dispatch-record.js";
 
+/** The first place where recorded and derived turns differ. */
 export interface Difference {
   /** Position in the list of turns (0-based). */
   readonly index: number;
@@ -13,10 +14,12 @@ export interface Difference {
   readonly recordSeq: number | undefined;
 }
 
+/** The verdict of `verifyRecorded`. */
 export type Verified = { readonly ok: true; readonly turns: number } | { readonly ok: false; readonly difference: Difference };
 
 const fields = ["seq", "session", "consumer", "kind", "members", "text"] as const;
 
+/** Compares the recorded dispatches of a log with the turns derived from its events; names the first difference. */
 export function verifyRecorded(events: readonly Stored[], derived: readonly Turn[]): Verified {
   const records = events.filter((e) => e.type === "notification.dispatched");
   const count = Math.max(records.length, derived.length);

@@ -1,5 +1,5 @@
 /**
- * Delegation results as items (the interactive side of SPEC §6). A result reaches its
+ * Delegation results as items (the interactive side of docs/rules.md). A result reaches its
  * owner once: a second copy, or a copy of one the ledger already settled, is not an
  * item at all. Interim task failures are notices of their own and settle nothing.
  */

@@ -7,8 +7,10 @@
  */
 import type { EventOf, Stored } from "../events/schema.js";
 
+/** Where a completed delegation's delivery stands. */
 export type Delivery = "pending" | "delivered" | "dropped";
 
+/** One delegation in the ledger: its status, delivery state, claim and attempts. */
 export interface LedgerRow {
   readonly delegation: string;
   readonly owner: string;
@@ -30,6 +32,7 @@ export interface LedgerRow {
   readonly ownerStart: string | undefined;
 }
 
+/** The delegation ledger's limits; give them once, to `openLog`. */
 export interface LedgerPolicy {
   /** A claim older than this may be taken over (R25). */
   readonly leaseMs: number;
@@ -43,6 +46,7 @@ export interface LedgerPolicy {
   readonly sweepEveryMs: number;
 }
 
+/** The ledger limits of the contract: a 300 s lease, 8 attempts, 48 h age, 60 s idle, a sweep at most every 30 s. */
 export const defaultLedgerPolicy: LedgerPolicy = {
   leaseMs: 300_000,
   maxAttempts: 8,

@@ -28,7 +28,7 @@ export interface ItemContext {
   readonly startedAt?: number;
 }
 
-/** Something ready to notify (SPEC §1). Its identity is the seq of the event that made it. */
+/** Something ready to notify (docs/rules.md). Its identity is the seq of the event that made it. */
 export interface Item {
   readonly seq: number;
   readonly kind: ItemKind;
@@ -119,6 +119,7 @@ export interface GatewayOptions {
 
 export const defaultGateway: GatewayOptions = { windowMs: 100, maxDetails: 10, detailChars: 800 };
 
+/** The projection's state: sessions, processes, delegations and queues, as structured identities (never rendered text, R19). */
 export interface State {
   readonly sessions: Map<string, Session>;
   /** Extra keys (a UI tab id, say) → the session key they answer for. */
@@ -140,6 +141,7 @@ export interface State {
   now: number;
 }
 
+/** A fresh projection state, with the parking and gateway limits in force. */
 export function createState(parking: ParkingLimits = defaultParking, gateway: GatewayOptions = defaultGateway): State {
   return {
     sessions: new Map(),

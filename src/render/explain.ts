@@ -74,6 +74,7 @@ function storyLines(story: ItemStory): string[] {
   return lines;
 }
 
+/** An explanation as the text `turnfold explain` prints. */
 export function explanationText(x: Explanation): string {
   if (x.events.length === 0) return `${x.id}: no event in this history mentions it`;
   const lines = [`${x.id}: ${x.events.length} event${x.events.length === 1 ? "" : "s"}`, ...x.events.map(eventLine), ""];

@@ -8,6 +8,7 @@ import type { GatewayOptions } from "../reducers/state.js";
 import { batchText, completionText, delegationBatchText, delegationText, diagnosticText, gatewayBatchText, heartbeatText, watchText } from "./text.js";
 import { title } from "./titles.js";
 
+/** Every text and title a turn can have; replace any of them. */
 export interface Renderer {
   /** A completion's own text: what a one-member batch sends, byte for byte (R3). */
   completion(item: Item): string;
@@ -25,6 +26,7 @@ export interface Renderer {
   delegationBatch(memberTexts: readonly string[], items: readonly Item[]): string;
 }
 
+/** The texts and titles turnfold writes by default. */
 export const defaultRenderer: Renderer = {
   completion: completionText,
   batch: batchText,
@@ -37,6 +39,7 @@ export const defaultRenderer: Renderer = {
   delegationBatch: delegationBatchText,
 };
 
+/** A renderer with some texts or titles of your own; the rest are the defaults. */
 export function createRenderer(templates: Partial<Renderer> = {}): Renderer {
   return { ...defaultRenderer, ...templates };
 }

@@ -6,11 +6,13 @@
  */
 import type { DispatchedTurn, TurnSink } from "./sink.js";
 
+/** How many delivered identities the gateway sink remembers. */
 export interface GatewaySinkOptions {
   /** How many delivered identities to remember. Default 2048. */
   readonly remember?: number;
 }
 
+/** Wraps a sink for gateway messages: entries already delivered (by identity) are not sent again (R28). */
 export function gatewaySink(inner: TurnSink, options: GatewaySinkOptions = {}): TurnSink & { readonly remembered: ReadonlySet<string> } {
   const limit = options.remember ?? 2048;
   // A Set iterates in insertion order: the first entry is the oldest to forget.

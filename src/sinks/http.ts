@@ -1,8 +1,10 @@
 /** POSTs each turn as JSON, with its idempotency key in a header, a timeout and a few quick retries. */
 import type { DispatchedTurn, TurnSink } from "./sink.js";
 
+/** The header that carries a turn's idempotency key. */
 export const idempotencyHeader = "Idempotency-Key";
 
+/** Where and how the HTTP sink posts. */
 export interface HttpSinkOptions {
   readonly url: string;
   /** Per request, in ms. Default 5000. */
@@ -24,6 +26,7 @@ export class HttpSinkError extends Error {
   }
 }
 
+/** A sink that POSTs each turn as JSON with its idempotency key, retrying 5xx, 408 and 429 a few times. */
 export function httpSink(options: HttpSinkOptions): TurnSink {
   const tries = 1 + (options.retries ?? 2);
   const post = async (turn: DispatchedTurn): Promise<void> => {

@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net";
 import { idempotencyHeader } from "./http.js";
 import type { DispatchedTurn } from "./sink.js";
 
+/** Port, delays and refusals of the receiver (refusals simulate a failing endpoint). */
 export interface ReceiverOptions {
   readonly port?: number;
   readonly host?: string;
@@ -21,6 +22,7 @@ export interface ReceiverOptions {
   readonly onTurn?: (turn: DispatchedTurn) => void;
 }
 
+/** A running receiver: its URL, the turns it took, and how to close it. */
 export interface Receiver {
   readonly url: string;
   readonly port: number;
@@ -42,6 +44,7 @@ function readBody(request: IncomingMessage): Promise<string> {
   });
 }
 
+/** Starts a loopback HTTP receiver of turns that records each once and drops repeats by idempotency key. */
 export async function startReceiver(options: ReceiverOptions = {}): Promise<Receiver> {
   const turns: DispatchedTurn[] = [];
   const keys = new Set<string>();

@@ -9,6 +9,7 @@ import type { EventOf, Stored } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
 import { dispatchedTurn, type DispatchedTurn, type TurnSink } from "./sink.js";
 
+/** Backoff, polling, stopping and error reporting of the relay. */
 export interface RelayOptions {
   /** First retry delay after a failure, in ms. Default 100. */
   readonly initialBackoffMs?: number;

@@ -34,6 +34,7 @@ export function dispatchedTurn(logId: string, record: Stored<Record>): Dispatche
   };
 }
 
+/** Where turns go: `deliver` resolves once the turn is taken, and rejects when it was not. */
 export interface TurnSink {
   /** Names the sink in the deliveries table: one delivery state per sink. */
   readonly name: string;

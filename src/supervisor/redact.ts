@@ -11,6 +11,7 @@ export interface RedactionRule {
 
 export const redacted = "[redacted]";
 
+/** The secrets redacted by default: bearer tokens, API keys and access tokens, JWTs, credentials in URLs, password assignments. */
 export const defaultRules: readonly RedactionRule[] = [
   { name: "bearer", pattern: /\b(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi, replace: `$1${redacted}` },
   { name: "basic-auth-url", pattern: /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+@/gi, replace: `$1${redacted}@` },
@@ -27,6 +28,7 @@ export const defaultRules: readonly RedactionRule[] = [
   },
 ];
 
+/** Replaces every secret in a text. */
 export type Redactor = (text: string) => string;
 
 /** Builds a redactor from the default rules plus yours (yours run after the defaults). */

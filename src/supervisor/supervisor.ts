@@ -11,6 +11,7 @@ import { LineSplitter, OutputBuffer, stripAnsi } from "./output.js";
 import { createRedactor, type Redactor } from "./redact.js";
 import { WatchLimiter, type WatchEffect, type WatchPolicy } from "./watch.js";
 
+/** What to run, for whom, and what to watch. */
 export interface StartOptions {
   readonly command: string;
   /** Process id in the log; default `proc-N`. */
@@ -28,6 +29,7 @@ export interface StartOptions {
   readonly env?: NodeJS.ProcessEnv;
 }
 
+/** The log the supervisor appends to, and its clock, redactor and limits. */
 export interface SupervisorOptions {
   readonly log: EventLog;
   readonly clock?: () => number;
@@ -44,6 +46,7 @@ export interface SupervisorOptions {
   readonly timers?: boolean;
 }
 
+/** How a process ended: exit code, reason, output tail. */
 export interface ExitResult {
   readonly process: string;
   readonly exitCode: number | null;
@@ -52,8 +55,10 @@ export interface ExitResult {
   readonly outputCut: number;
 }
 
+/** The result of `wait`: the exit, or that the process is still running at the timeout. */
 export type WaitResult = ({ readonly exited: true } & ExitResult) | { readonly exited: false; readonly process: string };
 
+/** A page of a process's output, and whether it reached the end. */
 export interface LogPage {
   readonly text: string;
   readonly offset: number;
@@ -84,6 +89,7 @@ interface Managed {
   resolveExit(result: ExitResult): void;
 }
 
+/** Starts real child processes and appends their exits, watch hits and heartbeats to a log (R20–R22). */
 export class Supervisor {
   readonly #log: EventLog;
   readonly #clock: () => number;

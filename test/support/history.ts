@@ -1,1 +1,1 @@
-export { History, ids } from "../../src/testing/history.js";
+export { History, ids } from "../../src/testing/history-builder.js";

@@ -1,5 +1,5 @@
 /**
- * Generators of valid SPEC §2 histories, for fast-check. A history is generated as a
+ * Generators of valid docs/events.md histories, for fast-check. A history is generated as a
  * list of small abstract steps (indices into what exists so far), then interpreted into
  * events: every step is valid whatever came before it, and shrinking the list of steps
  * shrinks the history to a small readable one.

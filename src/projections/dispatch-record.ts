@@ -5,6 +5,7 @@ import type { StatusLine, Turn } from "./project.js";
 /** The record as written: the schema's type, with the fields a runner always sets. */
 export type DispatchRecord = EventOf<"notification.dispatched"> & { readonly drainSeq: number; readonly index: number };
 
+/** The `notification.dispatched` event that records a turn (R23). */
 export function toRecord(turn: Turn, index: number, at: number, statusLines: readonly StatusLine[] = []): DispatchRecord {
   return {
     type: "notification.dispatched",

@@ -5,7 +5,7 @@ import { Projection } from "../src/projections/project.js";
 import { replay } from "../src/projections/replay.js";
 import { turns } from "../src/projections/turns.js";
 import { verifyRecorded } from "../src/projections/verify.js";
-import { toRecord } from "../src/projections/records.js";
+import { toRecord } from "../src/projections/dispatch-record.js";
 import { renderText, defaultRenderer } from "../src/render/renderer.js";
 import { History, ids } from "./support/history.js";
 

@@ -9,6 +9,7 @@ import { liveTurns, type LiveOptions } from "./live.js";
 import type { Output } from "./project.js";
 import { replay } from "./replay.js";
 
+/** Runs the live projection until every dispatch the log's events decide is recorded, then resolves to how many turns that is. */
 export async function recordDispatches(log: EventLog, options: LiveOptions & { timeoutMs?: number } = {}): Promise<number> {
   const events = [];
   for await (const event of log.read()) events.push(event);

@@ -1,6 +1,6 @@
 /**
  * Given these past events, when this event, then these turns: one block per rule of
- * SPEC §3, and the five scenarios of the seeds on the CLI and TUI consumers.
+ * docs/rules.md, and the five scenarios of the seeds on the CLI and TUI consumers.
  */
 import { describe, expect, it } from "vitest";
 import type { DrainConsumer } from "../src/events/index.js";

@@ -1,0 +1,97 @@
+/**
+ * The package as its users get it: `npm pack`, installed into a scratch project outside
+ * the repository, then every TypeScript example of the README compiled (strict) and run
+ * against it. The README cannot drift from the API without this failing.
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const repo = join(import.meta.dirname, "..");
+const scratch = mkdtempSync(join(tmpdir(), "turnfold-package-"));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const examples = [...readFileSync(join(repo, "README.md"), "utf8").matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+const versionOf = (dir: string, name: string) =>
+  (JSON.parse(readFileSync(join(dir, "node_modules", name, "package.json"), "utf8")) as { version: string }).version;
+
+let packed: string[] = [];
+
+beforeAll(() => {
+  const out = execFileSync("npm", ["pack", "--json", "--pack-destination", scratch], { cwd: repo, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  const [info] = JSON.parse(out.slice(out.indexOf("["))) as { filename: string; files: { path: string }[] }[];
+  packed = info!.files.map((f) => f.path);
+  const own = (name: string) => `^${versionOf(repo, name)}`;
+  writeFileSync(
+    join(scratch, "package.json"),
+    JSON.stringify({
+      name: "turnfold-readme-examples",
+      private: true,
+      type: "module",
+      dependencies: { turnfold: `file:./${info!.filename}`, "fast-check": own("fast-check"), "@types/node": own("@types/node") },
+    }),
+  );
+  // Everything comes from npm's cache (the repository's `npm ci` filled it). Scripts are
+  // skipped: compiling better-sqlite3's addon again costs a minute and tests nothing of
+  // ours, so the repository's build of the same version is copied in below.
+  execFileSync("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts"], { cwd: scratch, stdio: "pipe" });
+  expect(versionOf(scratch, "better-sqlite3")).toBe(versionOf(repo, "better-sqlite3"));
+  const addon = join("node_modules", "better-sqlite3", "build", "Release");
+  mkdirSync(join(scratch, addon), { recursive: true });
+  copyFileSync(join(repo, addon, "better_sqlite3.node"), join(scratch, addon, "better_sqlite3.node"));
+  writeFileSync(
+    join(scratch, "tsconfig.json"),
+    JSON.stringify({
+      compilerOptions: {
+        target: "ES2022",
+        module: "NodeNext",
+        moduleResolution: "NodeNext",
+        strict: true,
+        noUncheckedIndexedAccess: true,
+        exactOptionalPropertyTypes: true,
+        skipLibCheck: false,
+        types: ["node"],
+        outDir: "out",
+      },
+      include: ["*.ts"],
+    }),
+  );
+  examples.forEach((code, i) => writeFileSync(join(scratch, `example-${i + 1}.ts`), code));
+}, 240_000);
+
+describe("the packed package", () => {
+  it("holds dist, the README, LICENSE, CHANGELOG and the JSON Schema, and nothing of the tests or benches", () => {
+    for (const needed of ["README.md", "LICENSE", "CHANGELOG.md", "docs/events.schema.json", "docs/rules.md", "dist/src/index.js", "dist/src/index.d.ts"]) {
+      expect(packed, needed).toContain(needed);
+    }
+    expect(packed.filter((p) => /^(test|properties|bench)\/|^dist\/(test|bench|properties)\//.test(p))).toEqual([]);
+  });
+
+  it("compiles every TypeScript example of the README against the installed package", () => {
+    expect(examples.length).toBeGreaterThanOrEqual(5);
+    const tsc = join(repo, "node_modules", "typescript", "bin", "tsc");
+    const result = spawnSync(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: scratch, encoding: "utf8" });
+    expect(result.stdout + result.stderr).toBe("");
+    expect(result.status).toBe(0);
+  }, 120_000);
+
+  it.each(examples.map((_, i) => i + 1))("runs README example %i to a clean exit", (n) => {
+    const result = spawnSync(process.execPath, [join("out", `example-${n}.js`)], { cwd: scratch, encoding: "utf8", timeout: 60_000 });
+    expect(result.stderr).toBe("");
+    expect(result.status).toBe(0);
+  }, 70_000);
+
+  it("installs the command, and the JSON Schema as an export", () => {
+    const help = spawnSync(process.execPath, [join("node_modules", "turnfold", "dist", "src", "cli", "main.js"), "--help"], { cwd: scratch, encoding: "utf8" });
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain("replay");
+    const schema = spawnSync(process.execPath, ["--input-type=module", "-e", 'import s from "turnfold/events.schema.json" with { type: "json" }; console.log(s.oneOf.length)'], {
+      cwd: scratch,
+      encoding: "utf8",
+    });
+    expect(schema.stderr).toBe("");
+    expect(Number(schema.stdout)).toBeGreaterThan(20);
+  });
+});
