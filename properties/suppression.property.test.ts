@@ -2,6 +2,8 @@
 import { test } from "@fast-check/vitest";
 import { expect } from "vitest";
 import { histories } from "../src/arbitraries/index.js";
+import type { Stored } from "../src/events/schema.js";
+import type { Turn } from "../src/projections/project.js";
 import { soloText, traced } from "./support/oracle.js";
 
 test.prop([histories({ mix: { consume: 6, poll: 3 } })])("R7/R8: a completion consumed before its dispatch is never in a turn", (events) => {
@@ -41,14 +43,25 @@ test.prop([histories()])("R4 exactness: a batch holds every member's own text ve
   }
 });
 
-test.prop([histories()])("R10: a consumption after dispatch changes nothing already sent", (events) => {
+test.prop([histories({ mix: { drain: 6, input: 4, late: 3 } })])("R10: a consumption right after a dispatch changes nothing sent then or later", (events) => {
   const before = traced(events).turns;
-  const last = events[events.length - 1]?.seq ?? 0;
-  const extra = before
-    .filter((t) => t.kind === "completions")
-    .flatMap((t) => t.members)
-    .map((process, i) => ({ type: "process.consumed" as const, at: 10 ** 13, process, act: "ack" as const, seq: last + i + 1 }));
-  expect(traced([...events, ...extra]).turns).toEqual(before);
+  // Acknowledge every dispatched completion right after the event that sent it, in the
+  // middle of the history, so everything after can still be affected.
+  const acks = new Map<number, string[]>();
+  // (Gateway messages are left out: their window is dispatched when it flushes, at a later
+  // event, so an ack at the message's seq would come before its dispatch: that is R29.)
+  for (const turn of before) {
+    if (turn.kind === "completions" && turn.consumer !== "gateway") acks.set(turn.seq, [...(acks.get(turn.seq) ?? []), ...turn.members]);
+  }
+  const with_: Stored[] = [];
+  for (const event of events) {
+    with_.push({ ...event, seq: with_.length + 1 } as Stored);
+    for (const process of acks.get(event.seq) ?? []) {
+      with_.push({ type: "process.consumed", at: event.at, process, act: "ack", seq: with_.length + 1 });
+    }
+  }
+  const seen = (turns: readonly Turn[]) => turns.map((t) => ({ session: t.session, consumer: t.consumer, kind: t.kind, members: t.members, text: t.text }));
+  expect(seen(traced(with_).turns)).toEqual(seen(before));
 });
 
 test.prop([histories({ surfaces: ["tui", "desktop", "dashboard", "cli"] })])("R17: TUI consumers show one status line per dispatched item; the CLI none", (events) => {
@@ -61,3 +74,12 @@ test.prop([histories({ surfaces: ["tui", "desktop", "dashboard", "cli"] })])("R1
   const tuiMembers = t.turns.filter((x) => !x.consumer.startsWith("cli")).flatMap((x) => x.members.map((m) => `${x.seq}:${m}`));
   expect(perMember.sort()).toEqual(tuiMembers.sort());
 });
+
+test.prop([histories({ surfaces: ["tui", "desktop", "dashboard"], mix: { drain: 6, turn: 4, compress: 2, notice: 3 } })])(
+  "R17: across every drain of a session's life, each item gets one status line, never a second",
+  (events) => {
+    const lines = traced(events).statusLines;
+    const items = lines.map((s) => s.item);
+    expect(items.length).toBe(new Set(items).size);
+  },
+);

@@ -27,7 +27,7 @@ export {
   type TurnKind,
   type Route,
 } from "./events/schema.js";
-export { validateEvent, formatProblem, type Problem, type Validated } from "./events/validate.js";
+export { validateEvent, formatProblem, isInvalidEventsError, type Problem, type Validated, type InvalidEventsError } from "./events/validate.js";
 export { decodeJsonl, encodeJsonlLine, type Decoded } from "./events/jsonl.js";
 export { eventsJsonSchema } from "./events/json-schema.js";
 
@@ -36,11 +36,11 @@ export { openLog, memoryTarget, type OpenLogOptions, type TurnfoldLog } from "./
 export { readAll, type EventLog, type ReadOptions, type ConditionalAppend } from "./events/log.js";
 export type { EventStore, StoreTransaction, InlineProjection, ListOptions } from "./events/store.js";
 export { isLogError, type LogError, type LogErrorCode } from "./events/errors.js";
-export { redactUrl } from "./events/postgres-log.js";
+export { redactUrl } from "./events/urls.js";
 
 // The projection and its ways to run.
 export { createState, evolve, type State } from "./reducers/index.js";
-export { Projection, type Turn, type StatusLine, type Output, type ProjectionOptions } from "./projections/project.js";
+export { Projection, type Turn, type StatusLine, type Output, type ProjectionOptions, type ReadyItem } from "./projections/project.js";
 export { replay, type Replayed } from "./projections/replay.js";
 export { turns, type TurnsOptions } from "./projections/turns.js";
 export { liveTurns, type LiveOptions } from "./projections/live.js";

@@ -4,8 +4,8 @@
  * policy is given once, to the projection that both applies and decides with it.
  */
 import { MemoryLog } from "./events/memory-log.js";
-import { isPostgresUrl, openPostgresLog } from "./events/postgres-log.js";
 import { openSqliteLog } from "./events/sqlite-log.js";
+import { isPostgresUrl } from "./events/urls.js";
 import type { EventStore } from "./events/store.js";
 import { ledgerProjection } from "./ledger/projection.js";
 import { defaultLedgerPolicy, type LedgerPolicy } from "./reducers/ledger.js";
@@ -42,6 +42,8 @@ export async function openLog(target: string, options: OpenLogOptions = {}): Pro
   const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy)];
   if (target === memoryTarget) return new MemoryLog({ projections });
   if (isPostgresUrl(target)) {
+    // Loaded on first use: a SQLite user never pays for pg and its dialect.
+    const { openPostgresLog } = await import("./events/postgres-log.js");
     return openPostgresLog(target, {
       projections,
       ...(options.create !== undefined ? { create: options.create } : {}),

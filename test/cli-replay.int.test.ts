@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { cli } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";
@@ -55,6 +56,21 @@ describe("turnfold replay", () => {
     const out = cli(["replay", example("cli")]).stdout;
     expect(out).toContain("seq 10  term  cli-idle  completions  [build, test]\n    2 background processes finished");
     expect(out).not.toContain("\u001b[");
+  });
+
+  it("validates a SQLite log written by another tool, naming the first bad row by seq and field", () => {
+    const db = join(dir, "foreign-writer.sqlite");
+    expect(cli(["import", join(examples, "mixed.jsonl"), "--db", db]).code).toBe(0);
+    const raw = new Database(db);
+    const last = raw.prepare("SELECT max(seq) FROM events").pluck().get() as number;
+    const insert = raw.prepare("INSERT INTO events (seq, type, at, body) VALUES (?, ?, ?, ?)");
+    insert.run(last + 1, "drain", 1, JSON.stringify({ type: "drain", at: 1, session: "s1", consumer: "tui-poller" }));
+    insert.run(last + 2, "process.exited", 1, JSON.stringify({ type: "process.exited", at: 1, process: "x", exitCode: "zero", reason: "exited", output: "" }));
+    raw.close();
+    const result = cli(["replay", db, "--json"]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe("");
+    expect(result.stderr.trim()).toBe(`turnfold: ${db} holds an invalid event: seq ${last + 2}: exitCode: Invalid input: expected number, received string`);
   });
 
   it("rejects an invalid recorded session naming line and field", () => {

@@ -1,7 +1,7 @@
 /** The gateway end to end: a real SQLite log, the live runner, the relay and a loopback receiver. */
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { TurnfoldEvent } from "../src/events/index.js";
+import type { Stored, TurnfoldEvent } from "../src/events/index.js";
 import { openLog, type TurnfoldLog } from "../src/open.js";
 import { readAll } from "../src/events/log.js";
 import { liveTurns } from "../src/projections/live.js";
@@ -74,6 +74,46 @@ describe("gateway delivery", () => {
     expect(live.length).toBe(2);
     expect(live.find((t) => t.kind === "completions")?.identities).toHaveLength(5);
     expect(live).toEqual(replayed);
+    await log.close();
+  });
+
+  it("a message that mixes delivered and new entries sends only the new entries, each with its own text and key", async () => {
+    const sent: { key: string; members: readonly string[]; text: string }[] = [];
+    const sink = gatewaySink({ name: "n", deliver: async (t) => void sent.push({ key: t.key, members: t.members, text: t.text }) });
+    const turn = (key: string, members: string[]) => ({
+      key,
+      recordSeq: 1,
+      session: "chat",
+      consumer: "gateway",
+      kind: "completions" as const,
+      members,
+      text: `coalesced ${members.join("+")}`,
+      statusLines: [],
+      identities: members.map((m) => `${m}@1`),
+      entryTexts: members.map((m) => `own text of ${m}`),
+    });
+    await sink.deliver(turn("log:1", ["a"]));
+    await sink.deliver(turn("log:2", ["a", "b", "c"]));
+    expect(sent).toEqual([
+      { key: "log:1", members: ["a"], text: "coalesced a" },
+      { key: "log:2:b@1", members: ["b"], text: "own text of b" },
+      { key: "log:2:c@1", members: ["c"], text: "own text of c" },
+    ]);
+  });
+
+  it("records each entry's own text with a gateway message, equal to what it sends alone", async () => {
+    const log = await openLog(join(dir, "gateway-entries.sqlite"));
+    await log.append(gatewaySession());
+    await recordDispatches(log, { pollMs: 2 });
+    const events = await readAll(log);
+    const record = events.find((e) => e.type === "notification.dispatched" && e.kind === "completions");
+    const entryTexts = record?.type === "notification.dispatched" ? record.entryTexts : undefined;
+    expect(entryTexts).toHaveLength(5);
+    const alone = replay([
+      { type: "session.opened", at: 1, session: "chat", surface: "gateway", route, seq: 1 } as Stored,
+      ...events.filter((e) => (e.type === "process.started" || e.type === "process.exited") && e.process === "job3").map((e, i) => ({ ...e, seq: i + 2 })),
+    ]).turns[0]?.text;
+    expect((entryTexts as string[] | undefined)?.[2]).toBe(alone);
     await log.close();
   });
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { firstValueFrom, filter, take, toArray } from "rxjs";
 import type { TurnfoldEvent } from "../src/events/index.js";
 import { openLog, type TurnfoldLog } from "../src/open.js";
-import { readAll } from "../src/events/log.js";
+import { readAll, type EventLog } from "../src/events/log.js";
 import { liveTurns } from "../src/projections/live.js";
 import { recordDispatches } from "../src/projections/record-dispatches.js";
 import { replay } from "../src/projections/replay.js";
@@ -103,4 +103,44 @@ describe("the live runner wakes on every change", () => {
       await log.close();
     });
   }
+});
+
+describe("a gateway window flushed on the wall clock", () => {
+  it("whose record loses its conditional append is decided again from the log, so records equal replay", async () => {
+    const log = await openLog("memory:");
+    const start = Date.now();
+    const route = { platform: "telegram", chatType: "group", chatId: "-1" };
+    const exit = (process: string, at: number): TurnfoldEvent => ({ type: "process.exited", at, process, exitCode: 0, reason: "exited", output: "ok", owner: "chat" });
+    await log.append([{ type: "session.opened", at: start, session: "chat", surface: "gateway", route } as TurnfoldEvent, exit("p1", start)]);
+    // Another writer's event lands just before the runner's append of its flush: it was
+    // produced inside the window (event time), so the window must hold it.
+    let raced = false;
+    const racing: EventLog = {
+      append: (events) => log.append(events),
+      readPage: (options) => log.readPage(options),
+      read: (options) => log.read(options),
+      lastSeq: () => log.lastSeq(),
+      changes: () => log.changes(),
+      tail: (options) => log.tail(options),
+      close: () => log.close(),
+      appendAfter: async (expected, events) => {
+        if (!raced && events.some((e) => e.type === "notification.dispatched")) {
+          raced = true;
+          await log.append([exit("p2", start + 50)]);
+        }
+        return log.appendAfter(expected, events);
+      },
+    };
+    const turns: string[][] = [];
+    const subscription = liveTurns(racing, { pollMs: 5 }).subscribe((o) => o.type === "turn" && turns.push([...o.members]));
+    const deadline = Date.now() + 10_000;
+    while (turns.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 200));
+    subscription.unsubscribe();
+    expect(raced).toBe(true);
+    const events = await readAll(log);
+    expect(turns).toEqual([["p1", "p2"]]);
+    expect(verifyRecorded(events, replay(events).turns)).toEqual({ ok: true, turns: 1 });
+    await log.close();
+  });
 });

@@ -1,5 +1,6 @@
 /** Every contract of the store port, looped over every adapter. */
 import { adapters } from "./support/adapters.js";
+import { describeDelegationContract } from "./support/delegation-contract.js";
 import { describeLedgerContract } from "./support/ledger-contract.js";
 import { describeLogContract } from "./support/log-contract.js";
 import { describeRelayContract } from "./support/relay-contract.js";
@@ -10,4 +11,5 @@ for (const adapter of await adapters()) {
   describeStoreContract(adapter);
   describeLedgerContract(adapter);
   describeRelayContract(adapter);
+  describeDelegationContract(adapter);
 }

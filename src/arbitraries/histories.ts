@@ -18,6 +18,7 @@ export type Step =
   | { readonly t: "consume"; readonly p: number; readonly act: "wait" | "log" | "kill" | "ack" }
   | { readonly t: "poll"; readonly p: number }
   | { readonly t: "notice"; readonly p: number; readonly kind: "watch" | "heartbeat" | "disabled" }
+  | { readonly t: "late"; readonly p: number; readonly kind: "watch" | "heartbeat" }
   | { readonly t: "overflow" }
   | { readonly t: "drain"; readonly s: number; readonly which: number }
   | { readonly t: "input"; readonly s: number }
@@ -37,6 +38,8 @@ export interface HistoryMix {
   readonly consume: number;
   readonly poll: number;
   readonly notice: number;
+  /** A notice that arrives after its process exited (a late watch hit or heartbeat). */
+  readonly late: number;
   readonly drain: number;
   readonly input: number;
   readonly delegate: number;
@@ -53,6 +56,7 @@ export const defaultMix: HistoryMix = {
   consume: 2,
   poll: 1,
   notice: 2,
+  late: 0,
   drain: 4,
   input: 3,
   delegate: 2,
@@ -92,6 +96,7 @@ function stepArbitrary(mix: HistoryMix, surfaces: readonly Surface[]): fc.Arbitr
     w(mix.poll, fc.record({ t: fc.constant("poll" as const), p: small })),
     w(mix.notice, fc.record({ t: fc.constant("notice" as const), p: small, kind: fc.constantFrom("watch" as const, "heartbeat" as const, "disabled" as const) })),
     w(mix.notice / 4, fc.constant({ t: "overflow" as const })),
+    w(mix.late, fc.record({ t: fc.constant("late" as const), p: small, kind: fc.constantFrom("watch" as const, "heartbeat" as const) })),
     w(mix.drain, fc.record({ t: fc.constant("drain" as const), s: small, which: fc.nat({ max: 1 }) })),
     w(mix.input, fc.record({ t: fc.constant("input" as const), s: small })),
     w(mix.delegate, fc.record({ t: fc.constant("delegate" as const), s: small })),
@@ -211,6 +216,13 @@ export function interpret(plan: { readonly sessions: readonly Surface[]; readonl
         if (step.kind === "watch") emit({ type: "watch.matched", at: 0, process: p.id, pattern: "ERROR", output: `ERROR in ${p.id}`, suppressed: 0 });
         else if (step.kind === "heartbeat") emit({ type: "heartbeat", at: 0, process: p.id, beat: 1, elapsedMs: 60_000, intervalMs: 60_000, output: "tick" });
         else emit({ type: "watch.disabled", at: 0, process: p.id, reason: "strikes", suppressed: 2 });
+        break;
+      }
+      case "late": {
+        const p = pick(processes.filter((x) => x.exited), step.p);
+        if (!p) break;
+        if (step.kind === "watch") emit({ type: "watch.matched", at: 0, process: p.id, pattern: "ERROR", output: `ERROR late in ${p.id}`, suppressed: 0 });
+        else emit({ type: "heartbeat", at: 0, process: p.id, beat: 9, elapsedMs: 540_000, intervalMs: 60_000, output: "late tick" });
         break;
       }
       case "overflow":

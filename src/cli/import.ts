@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { decodeJsonl } from "../events/jsonl.js";
-import { redactUrl } from "../events/postgres-log.js";
+import { redactUrl } from "../events/urls.js";
 import { openLog } from "../open.js";
 import { dbOption } from "./options.js";
 import { formatProblem } from "../events/validate.js";

@@ -3,10 +3,10 @@ import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { decodeStoredJsonl } from "../events/jsonl.js";
 import type { Stored } from "../events/schema.js";
 import { readAll } from "../events/log.js";
-import { isPostgresUrl } from "../events/postgres-log.js";
+import { isPostgresUrl, redactUrl } from "../events/urls.js";
 import { SqliteLog } from "../events/sqlite-log.js";
 import { openLog } from "../open.js";
-import { formatProblem } from "../events/validate.js";
+import { formatProblem, validateEvent } from "../events/validate.js";
 import { InputError, readTextFile } from "./io.js";
 
 const sqliteMagic = "SQLite format 3\0";
@@ -28,7 +28,13 @@ export async function loadHistory(path: string): Promise<Stored[]> {
   if (isPostgresUrl(path) || looksLikeSqlite(path)) {
     const log = await openLog(path, { create: false });
     try {
-      return log instanceof SqliteLog ? [...log.scan()] : await readAll(log);
+      const events = log instanceof SqliteLog ? [...log.scan()] : await readAll(log);
+      // A log written by another tool may hold rows turnfold never checked.
+      for (const event of events) {
+        const checked = validateEvent(event, `seq ${event.seq}`);
+        if (!checked.ok) throw new InputError(`${redactUrl(path)} holds an invalid event: ${formatProblem(checked.problems[0]!)}`);
+      }
+      return events;
     } finally {
       await log.close();
     }

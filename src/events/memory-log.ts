@@ -2,6 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { Subject, type Observable } from "rxjs";
 import type { Stored, TurnfoldEvent } from "./schema.js";
+import { assertValidEvents } from "./validate.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
 import {
   applyInline,
@@ -136,6 +137,7 @@ export class MemoryLog implements EventStore {
   }
 
   #appendNow(events: readonly TurnfoldEvent[], notify = true): number[] {
+    assertValidEvents(events);
     // Copy first, so a caller mutating its objects later cannot rewrite history; and
     // build every copy before storing any, so a bad event leaves the log as it was.
     const copies = events.map((event, i) => ({ ...structuredClone(event), seq: this.#events.length + i + 1 }) as Stored);

@@ -25,9 +25,11 @@ import pg from "pg";
 import { Kysely, PostgresDialect, sql, type RawBuilder } from "kysely";
 import { Subject, interval, merge, map, type Observable } from "rxjs";
 import { logError } from "./errors.js";
+import { redactUrl } from "./urls.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
 import { applicationName } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
+import { assertValidEvents } from "./validate.js";
 import {
   applyInline,
   bodyOf,
@@ -51,22 +53,6 @@ export interface PostgresLogOptions {
 
 /** The layout version of a PostgreSQL log (its own numbering; SQLite's is separate). */
 export const postgresLayoutVersion = 1;
-
-/** True for the URLs this adapter opens. */
-export function isPostgresUrl(target: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(target);
-}
-
-/** The URL with any password replaced, for messages and logs. */
-export function redactUrl(target: string): string {
-  try {
-    const url = new URL(target);
-    if (url.password) url.password = "***";
-    return url.toString();
-  } catch {
-    return target.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
-  }
-}
 
 interface Target {
   readonly connectionString: string;
@@ -409,6 +395,7 @@ export class PostgresLog implements EventStore {
 
   async #insert(trx: Kysely<unknown>, events: readonly TurnfoldEvent[]): Promise<number[]> {
     if (events.length === 0) return [];
+    assertValidEvents(events);
     const first = (await this.#last(trx)) + 1;
     const seqs = events.map((_, i) => first + i);
     const bodies = events.map(bodyOf);

@@ -181,6 +181,8 @@ export const NotificationDispatched = event("notification.dispatched", {
   statusLines: z.array(RecordedStatusLine).optional(),
   /** Gateway records: the identity of each entry (process id and start time). */
   identities: z.array(id).optional(),
+  /** Gateway records: each entry's own text (what it sends alone), in the order of `identities`. */
+  entryTexts: z.array(z.string()).optional(),
 });
 
 export const TurnfoldEvent = z.discriminatedUnion("type", [

@@ -18,6 +18,7 @@ import { logError } from "./errors.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
 import { applicationName, latestVersion, migrations, type LogDatabase } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
+import { assertValidEvents } from "./validate.js";
 import {
   applyInline,
   bodyOf,
@@ -280,6 +281,7 @@ export class SqliteLog implements EventStore {
     // The body is the producer's event as JSON; the seq lives in its own column. (Writing
     // the seq into the body too made appends about 15% slower, measured; reads add it.)
     this.#insertAll = (events) => {
+      assertValidEvents(events);
       let seq = this.#last.get() as number;
       return events.map((e) => {
         seq += 1;

@@ -65,3 +65,41 @@ export function formatProblem(problem: Problem, file?: string): string {
 export function isEventType(value: string): value is EventType {
   return knownTypes.has(value);
 }
+
+/** An append refused because some of its events are not valid: nothing was appended. */
+export interface InvalidEventsError extends Error {
+  readonly code: "invalid-events";
+  /** Every problem found, each naming the event's index in the batch (`event 3`), the field and the reason. */
+  readonly problems: readonly Problem[];
+}
+
+/** True for the error an append raises when its events are not valid. */
+export function isInvalidEventsError(value: unknown): value is InvalidEventsError {
+  return value instanceof Error && value.name === "TurnfoldInvalidEvents" && (value as { code?: unknown }).code === "invalid-events";
+}
+
+/**
+ * Checks every event of a batch before an adapter writes any of it: the edge every
+ * append goes through, so bad input never reaches a log, whoever calls the port.
+ */
+export function assertValidEvents(events: readonly unknown[]): void {
+  const problems: Problem[] = [];
+  for (let i = 0; i < events.length; i++) {
+    // The hot path: a valid event is parsed once, in place (the schemas are loose, so a
+    // `seq` carried along is allowed); only a failure pays for the detailed messages.
+    if (TurnfoldEvent.safeParse(events[i]).success) continue;
+    const checked = validateEvent(events[i], `event ${i}`);
+    if (!checked.ok) problems.push(...checked.problems);
+  }
+  if (problems.length === 0) return;
+  const shown = problems.slice(0, 5).map((p) => `${p.where}: ${p.field}: ${p.reason}`);
+  const more = problems.length > 5 ? `; and ${problems.length - 5} more` : "";
+  const error = new Error(`nothing appended, ${problems.length === 1 ? "an event is" : "events are"} not valid: ${shown.join("; ")}${more}`) as Error & {
+    code: "invalid-events";
+    problems: readonly Problem[];
+  };
+  error.name = "TurnfoldInvalidEvents";
+  error.code = "invalid-events";
+  error.problems = problems;
+  throw error;
+}

@@ -18,6 +18,9 @@ import { startReceiver } from "../sinks/receiver.js";
 import { relay } from "../sinks/relay.js";
 import type { DispatchedTurn } from "../sinks/sink.js";
 import { Supervisor } from "../supervisor/supervisor.js";
+import { Ledger } from "../ledger/ledger.js";
+import { currentProcess } from "../ledger/process-identity.js";
+import type { LedgerRow } from "../reducers/ledger.js";
 
 export const scenarios = ["backlog", "single", "consumed", "foreign", "mixed"] as const;
 export type Scenario = (typeof scenarios)[number];
@@ -38,6 +41,8 @@ export interface ProbeRun {
   readonly queueRemaining: number;
   readonly statusEvents: number;
   readonly delegationDeliveredOnce: boolean | null;
+  /** Mixed: the delegation's ledger row is delivered, by exactly one `delegation.delivered`. */
+  readonly delegationLedgerOnce: boolean | null;
   /** What differs from the rules; empty when the run is as expected. */
   readonly problems: readonly string[];
 }
@@ -138,13 +143,33 @@ async function driveMixed(ctx: Context): Promise<string[]> {
     notify: false,
     watch: ["PROBE-WATCH"],
   });
-  // A labelled fixture: the delegation envelope is synthetic; its ledger row is real.
-  await append(ctx, { type: "delegation.dispatched", at: Date.now(), delegation: "delegation-1", owner: session, goal: "review the failing shard", fixture: true } as TurnfoldEvent);
+  // The subagent is a real child; this process runs the delegation, so it is recorded as
+  // the owner process (R27). Its output becomes the result, and a second copy of the
+  // result is appended too: it must make no second turn.
+  const subagentGate = join(ctx.dir, "subagent-go");
+  const subagent = ctx.supervisor.start({
+    id: "subagent-1",
+    command: `while [ ! -f '${subagentGate}' ]; do sleep 0.005; done; echo 'the shard fails on a missing fixture'`,
+    owner: session,
+    notify: false,
+  });
+  const me = currentProcess();
+  await append(ctx, {
+    type: "delegation.dispatched",
+    at: Date.now(),
+    delegation: "delegation-1",
+    owner: session,
+    goal: "review the failing shard",
+    ownerPid: me.pid,
+    ...(me.start !== undefined ? { ownerStart: me.start } : {}),
+  } as TurnfoldEvent);
   await releaseInOrder(ctx, a);
   writeFileSync(watchGate, "");
   await waitForEvent(ctx, (e) => e.type === "watch.matched");
   await releaseInOrder(ctx, b);
-  const result: TurnfoldEvent = { type: "delegation.completed", at: Date.now(), delegation: "delegation-1", status: "completed", summary: "the shard fails on a missing fixture" };
+  writeFileSync(subagentGate, "");
+  const answer = await ctx.supervisor.exited(subagent);
+  const result: TurnfoldEvent = { type: "delegation.completed", at: Date.now(), delegation: "delegation-1", status: answer.exitCode === 0 ? "completed" : "failed", summary: answer.output.trim() };
   await append(ctx, result, { ...result, at: Date.now() });
   await releaseInOrder(ctx, c);
   await drain(ctx);
@@ -175,7 +200,8 @@ export async function runProbe(consumer: ProbeConsumer, scenario: Scenario): Pro
     await supervisor.close();
     await recordDispatches(log, { pollMs: 2 });
     await relay(log, httpSink({ url: receiver.url }), { untilIdle: true, pollMs: 2 });
-    return measure(consumer, scenario, payloads, await readAll(log), receiver.turns);
+    const ledgerRow = scenario === "mixed" ? await new Ledger(log).row("delegation-1") : undefined;
+    return measure(consumer, scenario, payloads, await readAll(log), receiver.turns, ledgerRow);
   } finally {
     await supervisor.close();
     await receiver.close();
@@ -184,7 +210,14 @@ export async function runProbe(consumer: ProbeConsumer, scenario: Scenario): Pro
   }
 }
 
-function measure(consumer: ProbeConsumer, scenario: Scenario, payloads: string[], events: Stored[], turns: readonly DispatchedTurn[]): ProbeRun {
+function measure(
+  consumer: ProbeConsumer,
+  scenario: Scenario,
+  payloads: string[],
+  events: Stored[],
+  turns: readonly DispatchedTurn[],
+  ledgerRow: LedgerRow | undefined,
+): ProbeRun {
   const completions = payloads.filter((p) => p !== "watcher" && p !== "delegation-1");
   const payloadOrder = payloads.map((p) => turns.findIndex((t) => t.members.includes(p)));
   const delivered = completions.filter((p) => turns.some((t) => t.members.includes(p)));
@@ -211,6 +244,12 @@ function measure(consumer: ProbeConsumer, scenario: Scenario, payloads: string[]
     queueRemaining,
     statusEvents: turns.reduce((n, t) => n + t.statusLines.length, 0),
     delegationDeliveredOnce: scenario === "mixed" ? turns.filter((t) => t.members.includes("delegation-1")).length === 1 : null,
+    delegationLedgerOnce:
+      scenario === "mixed"
+        ? ledgerRow?.delivery === "delivered" &&
+          events.filter((e) => e.type === "delegation.delivered" && e.delegation === "delegation-1").length === 1 &&
+          !events.some((e) => e.type === "delegation.dropped" && e.delegation === "delegation-1")
+        : null,
   };
   return { ...run, problems: check(run) };
 }
@@ -239,6 +278,7 @@ function check(run: Omit<ProbeRun, "problems">): string[] {
       expect(run.wireTurns === 5, `mixed: ${run.wireTurns} turns, expected 5`);
       expect(JSON.stringify(run.payloadOrder) === JSON.stringify(mixedOrder), `mixed: payload order ${JSON.stringify(run.payloadOrder)}`);
       expect(run.delegationDeliveredOnce === true, "mixed: the delegation was not delivered exactly once");
+      expect(run.delegationLedgerOnce === true, "mixed: the delegation's ledger row is not delivered exactly once");
       break;
   }
   if (run.surface !== "cli" && run.wireTurns > 0) {

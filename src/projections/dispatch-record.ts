@@ -19,6 +19,7 @@ export function toRecord(turn: Turn, index: number, at: number, statusLines: rea
     index,
     ...(statusLines.length > 0 ? { statusLines: statusLines.map((s) => ({ member: s.member, status: s.status })) } : {}),
     ...(turn.identities ? { identities: [...turn.identities] } : {}),
+    ...(turn.entryTexts ? { entryTexts: [...turn.entryTexts] } : {}),
   };
 }
 
@@ -33,5 +34,6 @@ export function fromRecord(record: Stored<EventOf<"notification.dispatched">>): 
     members: record.members,
     text: record.text,
     ...(record.identities ? { identities: record.identities } : {}),
+    ...(record.entryTexts ? { entryTexts: record.entryTexts } : {}),
   };
 }

@@ -7,9 +7,10 @@
  */
 import { Observable } from "rxjs";
 import type { EventLog } from "../events/log.js";
-import type { Stored } from "../events/schema.js";
+import type { Stored, TurnfoldEvent } from "../events/schema.js";
+import type { Note } from "../reducers/decisions.js";
 import { Projection, type Output, type ProjectionOptions, type StatusLine } from "./project.js";
-import { fromRecord, toRecord, type DispatchRecord } from "./dispatch-record.js";
+import { fromRecord, toRecord } from "./dispatch-record.js";
 
 /** Options of the live runner: those of the projection, plus how it waits and reads. */
 export interface LiveOptions extends ProjectionOptions {
@@ -42,10 +43,26 @@ export function liveTurns(log: EventLog, options: LiveOptions = {}): Observable<
 }
 
 async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSignal, options: LiveOptions): Promise<void> {
-  const projection = new Projection(options);
+  const fates: Note[] = [];
+  const fresh = () =>
+    new Projection({
+      ...options,
+      trace: (note) => {
+        fates.push(note);
+        options.trace?.(note);
+      },
+    });
+  let projection = fresh();
+  /** After a rebuild, what was emitted up to this seq is not emitted again. */
+  let quietUntil = 0;
   const pageSize = options.pageSize ?? 1000;
-  /** Decided but not yet seen recorded, keyed `drainSeq:index`. */
-  const pending = new Map<string, DispatchRecord>();
+  /**
+   * Decided but not yet seen recorded: each turn's record (keyed `drainSeq:index`) with the
+   * ledger moves it implies, and the ledger drops of R13 (keyed `drop:ID`). They are
+   * appended together, in one conditional append, so a decision and its ledger move land
+   * in one transaction; another runner's copy, once read, retires ours.
+   */
+  const pending = new Map<string, TurnfoldEvent[]>();
   let next = 1;
   let wake: (() => void) | undefined;
   // A change that comes while the runner is reading, not sleeping, must not be lost:
@@ -61,24 +78,40 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
     if (event.type === "notification.dispatched") {
       const turn = fromRecord(event);
       pending.delete(`${turn.seq}:${event.index ?? 0}`);
-      emit(turn);
+      if (event.seq > quietUntil) emit(turn);
       return;
     }
-    decide(projection.push(event), event.at);
+    if (event.type === "delegation.dropped" || event.type === "delegation.delivered") pending.delete(`drop:${event.delegation}`);
+    fates.length = 0;
+    decide(projection.push(event), event.at, event.seq > quietUntil);
+    // A delegation result dropped with its owner's user close (R13): its ledger row too.
+    for (const note of fates) {
+      if (note.fate.what === "dropped" && note.member !== null && projection.state.settled.has(note.member)) {
+        pending.set(`drop:${note.member}`, ledgerMove(note.member, "delegation.dropped", event.at, `r13:${event.seq}`));
+      }
+    }
   };
 
   // Turns decided at one point share a drainSeq; `index` tells them apart.
-  const decide = (outputs: readonly Output[], at: number) => {
+  const decide = (outputs: readonly Output[], at: number, loud = true) => {
     const indexes = new Map<number, number>();
     let statuses: StatusLine[] = [];
     for (const output of outputs) {
       if (output.type === "status") {
-        emit(output);
+        if (loud) emit(output);
         statuses.push(output);
       } else {
         const index = indexes.get(output.seq) ?? 0;
         indexes.set(output.seq, index + 1);
-        pending.set(`${output.seq}:${index}`, toRecord(output, index, at, statuses));
+        const record: TurnfoldEvent[] = [toRecord(output, index, at, statuses)];
+        // A delegation turn whose member is now settled carried its result (a task-failure
+        // notice settles nothing): the ledger row becomes delivered with the record.
+        if (output.kind === "delegation") {
+          for (const member of output.members) {
+            if (projection.state.settled.has(member)) record.push(...ledgerMove(member, "delegation.delivered", at, `${output.seq}:${index}`));
+          }
+        }
+        pending.set(`${output.seq}:${index}`, record);
         statuses = [];
       }
     }
@@ -93,10 +126,20 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
     }
     // Gateway windows close on time even when no later event comes (R28).
     const deadline = projection.nextDeadline;
-    if (deadline !== undefined && Date.now() >= deadline) decide(projection.flushDue(Date.now()), deadline);
+    const flushed = deadline !== undefined && Date.now() >= deadline;
+    if (flushed) decide(projection.flushDue(Date.now()), deadline);
     if (pending.size > 0) {
       // A conflict means someone appended meanwhile: read on, and decide again from there.
-      await log.appendAfter(next - 1, [...pending.values()]);
+      const appended = await log.appendAfter(next - 1, [...pending.values()].flat());
+      if (!appended.ok && flushed) {
+        // The window was closed on the wall clock, but an event that belongs in it may be
+        // among those that came meanwhile: that decision is void. Fold the log again from
+        // the start, quietly up to here, so the records equal what replay derives.
+        projection = fresh();
+        pending.clear();
+        quietUntil = next - 1;
+        next = 1;
+      }
       continue;
     }
     if (changed) {
@@ -106,6 +149,19 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
     await sleep(options.pollMs ?? 25, signal, (w) => (wake = w));
   }
   changes.unsubscribe();
+}
+
+/**
+ * A ledger move decided by the fold: a claim named after the decision, and the move made
+ * with it. If the row is not pending any more (or a worker holds a live claim), the
+ * ledger ignores both events, as it ignores any transition its rules refuse.
+ */
+function ledgerMove(delegation: string, type: "delegation.delivered" | "delegation.dropped", at: number, decision: string): TurnfoldEvent[] {
+  const claim = `turnfold:${decision}`;
+  return [
+    { type: "delegation.claimed", at, delegation, claim, consumer: "turnfold-live" },
+    { type, at, delegation, claim, consumer: "turnfold-live" },
+  ];
 }
 
 function sleep(ms: number, signal: AbortSignal, onWake: (wake: (() => void) | undefined) => void): Promise<void> {

@@ -7,7 +7,8 @@ import type { Stored, TurnKind } from "../events/schema.js";
 import type { Decisions, Dispatch, Note } from "../reducers/decisions.js";
 import { step } from "../reducers/reduce.js";
 import { flushGateway, nextGatewayDeadline } from "../reducers/gateway.js";
-import { createState, defaultGateway, type GatewayOptions, type ParkingLimits, type State } from "../reducers/state.js";
+import { lineageTip } from "../reducers/ownership.js";
+import { createState, defaultGateway, turnKindOf, type GatewayOptions, type ParkingLimits, type State } from "../reducers/state.js";
 import { createRenderer, renderText, type Renderer } from "../render/renderer.js";
 
 /** One notification delivered to a conversation (docs/rules.md). */
@@ -22,12 +23,28 @@ export interface Turn {
   readonly text: string;
   /** Gateway turns: each entry's identity (process id and start time), remembered by the sender. */
   readonly identities?: readonly string[];
+  /** Gateway turns: each entry's own text, so a sender can send only the entries not yet delivered. */
+  readonly entryTexts?: readonly string[];
+}
+
+/** One item ready for a session, as `Projection.ready` lists it. */
+export interface ReadyItem {
+  /** Seq of the event that made the item ready. */
+  readonly seq: number;
+  /** The process or delegation id; null for a diagnostic about no one process. */
+  readonly member: string | null;
+  readonly kind: TurnKind;
+  /** The item's own compact title (as a TUI status line shows it). */
+  readonly title: string;
 }
 
 /** A TUI status line: one per item, with the item's own compact title (R17). */
 export interface StatusLine {
   readonly type: "status";
+  /** Seq of the drain that sent the item. */
   readonly seq: number;
+  /** Seq of the event that made the item ready: which item this line is about. */
+  readonly item: number;
   readonly session: string;
   readonly member: string | null;
   readonly status: string;
@@ -85,6 +102,19 @@ export class Projection {
     return nextGatewayDeadline(this.#state);
   }
 
+  /**
+   * What is ready for a session right now (R18: how a headless surface reads its items):
+   * the items a drain of it would take, in log order, with their kinds and titles. Reading
+   * dispatches nothing and consumes nothing. A retired key reads its lineage's live tip.
+   */
+  ready(session: string): ReadyItem[] {
+    const tip = lineageTip(this.#state, session);
+    if (tip === undefined) return [];
+    return [...tip.queue, ...this.#state.unaddressed]
+      .sort((a, b) => a.seq - b.seq)
+      .map((item) => ({ seq: item.seq, member: item.member, kind: turnKindOf[item.kind], title: this.#renderer.title(item) }));
+  }
+
   /** The state, for inspection (read it, do not change it). */
   get state(): State {
     return this.#state;
@@ -93,7 +123,7 @@ export class Projection {
   #render(d: Dispatch): void {
     if (d.statusLines) {
       for (const item of d.items) {
-        this.#outputs.push({ type: "status", seq: d.seq, session: d.session, member: item.member, status: this.#renderer.title(item) });
+        this.#outputs.push({ type: "status", seq: d.seq, item: item.seq, session: d.session, member: item.member, status: this.#renderer.title(item) });
       }
     }
     const members: string[] = [];
@@ -106,7 +136,12 @@ export class Projection {
       kind: d.kind,
       members,
       text: renderText(d, this.#renderer, this.#state.gateway),
-      ...(d.consumer === "gateway" && d.kind === "completions" ? { identities: d.items.map((i) => `${i.member}@${i.context.startedAt ?? i.event.at}`) } : {}),
+      ...(d.consumer === "gateway" && d.kind === "completions"
+        ? {
+            identities: d.items.map((i) => `${i.member}@${i.context.startedAt ?? i.event.at}`),
+            entryTexts: d.items.map((i) => renderText({ ...d, items: [i] }, this.#renderer, this.#state.gateway)),
+          }
+        : {}),
     });
   }
 }

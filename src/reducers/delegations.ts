@@ -17,6 +17,7 @@ export function delegationDispatched(state: State, e: Stored<EventOf<"delegation
     goal: e.goal,
     goals: e.goals,
     resultMade: false,
+    failedTasks: new Set(),
   });
 }
 
@@ -25,7 +26,9 @@ type DelegationItemEvent = EventOf<"delegation.completed"> | EventOf<"delegation
 export function delegationResult(state: State, e: Stored<DelegationItemEvent>, out: Decisions): void {
   const id = e.delegation;
   const delegation = state.delegations.get(id);
-  if (state.settled.has(id) || (e.type === "delegation.completed" && delegation?.resultMade)) {
+  const repeated =
+    e.type === "delegation.completed" ? delegation?.resultMade === true : delegation?.failedTasks.has(e.taskIndex) === true;
+  if (state.settled.has(id) || repeated) {
     out.note?.({ seq: e.seq, member: id, itemSeq: undefined, fate: { what: "duplicate", delegation: id } });
     return;
   }
@@ -35,6 +38,7 @@ export function delegationResult(state: State, e: Stored<DelegationItemEvent>, o
     return;
   }
   if (e.type === "delegation.completed") delegation.resultMade = true;
+  else delegation.failedTasks.add(e.taskIndex);
   const context: ItemContext = delegation.goals ? { goals: delegation.goals } : delegation.goal !== undefined ? { goal: delegation.goal } : {};
   place(state, makeItem("delegation", e, id, delegation.owner, context), e.seq, out);
 }

@@ -3,7 +3,7 @@
  * ready, kept in log order in a queue, and released when it reaches its end.
  */
 import type { Stored } from "../events/schema.js";
-import type { Item, ItemContext, ItemKind, State } from "./state.js";
+import { rememberedOwners, type Item, type ItemContext, type ItemKind, type State } from "./state.js";
 
 export function makeItem(kind: ItemKind, event: Stored, member: string | null, owner: string | undefined, context: ItemContext): Item {
   return { seq: event.seq, kind, member, owner, event, context };
@@ -23,9 +23,17 @@ export function insertInOrder(queue: Item[], item: Item): void {
 export function release(state: State, item: Item): void {
   if (item.member === null) return;
   if (item.kind === "completion") {
-    state.processes.delete(item.member);
+    forgetProcess(state, item.member, item.owner);
   } else if (item.event.type === "delegation.completed") {
     state.delegations.delete(item.member);
     state.settled.add(item.member);
   }
+}
+
+/** A process's completion is settled: its record goes, its owner is remembered (bounded). */
+export function forgetProcess(state: State, process: string, owner: string | undefined): void {
+  state.processes.delete(process);
+  state.releasedOwners.delete(process);
+  state.releasedOwners.set(process, owner);
+  if (state.releasedOwners.size > rememberedOwners) state.releasedOwners.delete(state.releasedOwners.keys().next().value!);
 }

@@ -81,7 +81,8 @@ export type Refusal = "no-such-delegation" | "not-pending" | "claimed-by-another
 export function decideClaim(row: LedgerRow | undefined, now: number, policy: LedgerPolicy = defaultLedgerPolicy): Refusal | undefined {
   if (row === undefined) return "no-such-delegation";
   if (row.delivery !== "pending") return "not-pending";
-  if (row.claim !== undefined && now - (row.claimedAt ?? 0) < policy.leaseMs) return "claimed-by-another";
+  // Strictly older than the lease: at exactly `leaseMs` the claim is still its holder's.
+  if (row.claim !== undefined && now - (row.claimedAt ?? 0) <= policy.leaseMs) return "claimed-by-another";
   return undefined;
 }
 

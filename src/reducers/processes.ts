@@ -4,7 +4,7 @@
  */
 import type { EventOf, Stored } from "../events/schema.js";
 import type { Decisions } from "./decisions.js";
-import { makeItem } from "./items.js";
+import { forgetProcess, makeItem } from "./items.js";
 import { place } from "./ownership.js";
 import type { ItemContext, ItemKind, Proc, State } from "./state.js";
 
@@ -54,7 +54,7 @@ export function processExited(state: State, e: Stored<EventOf<"process.exited">>
   proc.exited = true;
   const owner = e.owner ?? proc.owner;
   if (!proc.notify && !proc.watchDisabled) {
-    state.processes.delete(e.process);
+    forgetProcess(state, e.process, owner);
     return;
   }
   // The exit may name the command when no start was recorded.
@@ -63,7 +63,7 @@ export function processExited(state: State, e: Stored<EventOf<"process.exited">>
   if (proc.consumed) {
     // A kill (say) recorded before the exit: the agent already has the result.
     out.note?.({ seq: e.seq, member: e.process, itemSeq: e.seq, fate: { what: "consumed", act: proc.consumed.act, at: proc.consumed.seq } });
-    state.processes.delete(e.process);
+    forgetProcess(state, e.process, owner);
     return;
   }
   if (known === undefined) state.processes.set(e.process, proc);
@@ -71,9 +71,17 @@ export function processExited(state: State, e: Stored<EventOf<"process.exited">>
 }
 
 export function processConsumed(state: State, e: Stored<EventOf<"process.consumed">>): void {
-  const proc = state.processes.get(e.process);
-  // A process we hold no record of is either settled (R10: nothing changes) or unknown.
-  if (proc && proc.consumed === undefined) proc.consumed = { act: e.act, seq: e.seq };
+  // A settled process stays settled (R10: nothing already sent changes).
+  if (state.releasedOwners.has(e.process)) return;
+  let proc = state.processes.get(e.process);
+  if (proc === undefined) {
+    // Consumed before its exit with no start recorded (a kill, say): the exit to come is
+    // already received, so keep a record for it to meet.
+    proc = newProc(e.process);
+    proc.notify = true;
+    state.processes.set(e.process, proc);
+  }
+  if (proc.consumed === undefined) proc.consumed = { act: e.act, seq: e.seq };
 }
 
 export function processPolled(state: State, e: Stored<EventOf<"process.polled">>): void {
@@ -89,7 +97,9 @@ export function processNotice(state: State, e: Stored<ProcessItemEvent>, out: De
   const proc = state.processes.get(e.process);
   if (e.type === "watch.disabled" && proc) proc.watchDisabled = true;
   const kind: ItemKind = e.type === "watch.matched" ? "watch" : e.type === "heartbeat" ? "heartbeat" : "diagnostic";
-  place(state, makeItem(kind, e, e.process, proc?.owner, proc?.context ?? noContext), e.seq, out);
+  // After its completion was settled, a process's notices still go to its owner only.
+  const owner = proc ? proc.owner : state.releasedOwners.get(e.process);
+  place(state, makeItem(kind, e, e.process, owner, proc?.context ?? noContext), e.seq, out);
 }
 
 /** Watch overflow is a diagnostic about no one process: unaddressed. */

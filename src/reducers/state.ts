@@ -87,6 +87,8 @@ export interface Delegation {
   readonly goals: readonly string[] | undefined;
   /** True once a result item was made: a second copy is a duplicate. */
   resultMade: boolean;
+  /** Task indexes whose failure notice made an item: a second copy of one is a duplicate. */
+  readonly failedTasks: Set<number>;
 }
 
 export interface ParkingLimits {
@@ -127,6 +129,12 @@ export interface State {
   /** Processes that can still make or suppress an item; an entry goes once its completion is settled. */
   readonly processes: Map<string, Proc>;
   readonly delegations: Map<string, Delegation>;
+  /**
+   * The owners of processes whose completion was settled (delivered, consumed, dropped),
+   * so a late notice about one still goes to its owner and to nobody else. At most
+   * `rememberedOwners` entries, oldest forgotten first (a Map iterates in insertion order).
+   */
+  readonly releasedOwners: Map<string, string | undefined>;
   /** Delegations whose result reached a session (or was settled by the ledger): never again. */
   readonly settled: Set<string>;
   /** Items with no owner, for the first session that drains. */
@@ -141,6 +149,13 @@ export interface State {
   now: number;
 }
 
+/**
+ * How many settled processes' owners the fold remembers. Notices about a process come
+ * while it runs or just after it exits; this is far more exits than can happen while a
+ * late notice is still on its way, and bounds the memory (about 100 bytes an entry).
+ */
+export const rememberedOwners = 65_536;
+
 /** A fresh projection state, with the parking and gateway limits in force. */
 export function createState(parking: ParkingLimits = defaultParking, gateway: GatewayOptions = defaultGateway): State {
   return {
@@ -148,6 +163,7 @@ export function createState(parking: ParkingLimits = defaultParking, gateway: Ga
     aliases: new Map(),
     processes: new Map(),
     delegations: new Map(),
+    releasedOwners: new Map(),
     settled: new Set(),
     unaddressed: [],
     parked: [],

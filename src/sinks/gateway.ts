@@ -27,9 +27,28 @@ export function gatewaySink(inner: TurnSink, options: GatewaySinkOptions = {}): 
     remembered: delivered,
     async deliver(turn: DispatchedTurn) {
       const identities = turn.identities ?? [];
-      if (identities.length > 0 && identities.every((id) => delivered.has(id))) return;
-      await inner.deliver(turn);
-      identities.forEach(remember);
+      const fresh = identities.flatMap((id, i) => (delivered.has(id) ? [] : [i]));
+      if (identities.length > 0 && fresh.length === 0) return;
+      const texts = turn.entryTexts;
+      if (fresh.length === identities.length || texts === undefined || texts.length !== identities.length) {
+        await inner.deliver(turn);
+        identities.forEach(remember);
+        return;
+      }
+      // Some entries already went out (in a message retried after a crash, say): send only
+      // the new ones, each as its own message with its own text and idempotency key.
+      for (const i of fresh) {
+        const identity = identities[i]!;
+        await inner.deliver({
+          ...turn,
+          key: `${turn.key}:${identity}`,
+          members: turn.members[i] === undefined ? [] : [turn.members[i]],
+          text: texts[i]!,
+          identities: [identity],
+          entryTexts: [texts[i]!],
+        });
+        remember(identity);
+      }
     },
   };
 }

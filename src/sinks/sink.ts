@@ -11,7 +11,7 @@ type Record = EventOf<"notification.dispatched">;
 export type SinkStatusLine = NonNullable<Record["statusLines"]>[number];
 
 /** What a sink receives: a dispatch record's fields, keyed for idempotency. */
-export type DispatchedTurn = Pick<Record, "session" | "consumer" | "kind" | "members" | "text" | "identities"> & {
+export type DispatchedTurn = Pick<Record, "session" | "consumer" | "kind" | "members" | "text" | "identities" | "entryTexts"> & {
   /** Idempotency key: the log's id and the seq of the dispatch record. */
   readonly key: string;
   readonly recordSeq: number;
@@ -31,6 +31,7 @@ export function dispatchedTurn(logId: string, record: Stored<Record>): Dispatche
     text: record.text,
     statusLines: record.statusLines ?? [],
     ...(record.identities ? { identities: record.identities } : {}),
+    ...(record.entryTexts ? { entryTexts: record.entryTexts } : {}),
   };
 }
 

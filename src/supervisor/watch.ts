@@ -99,10 +99,8 @@ export class WatchLimiter {
       }
       return effects;
     }
-    // A cooldown that passed without drops breaks the run of strikes.
-    if (!w.cooldownDropped) w.strikes = 0;
-    w.cooldownDropped = false;
-
+    // A line the global breaker holds back is not this process's doing: it neither
+    // counts as a strike nor ends the run of strikes, so the breaker goes first.
     if (this.#trippedUntil !== undefined) {
       this.#overflowSuppressed++;
       return effects;
@@ -113,6 +111,9 @@ export class WatchLimiter {
       this.#overflowSuppressed = 1;
       return [...effects, { type: "watch.overflow", state: "tripped", suppressed: 1 }];
     }
+    // A cooldown that passed without drops breaks the run of strikes.
+    if (!w.cooldownDropped) w.strikes = 0;
+    w.cooldownDropped = false;
     this.#recent.push(now);
     const hit: WatchEffect = { type: "watch.matched", process, pattern, output: text, suppressed: w.suppressed };
     w.suppressed = 0;

@@ -31,6 +31,17 @@ export function describeLedgerContract(adapter: Adapter): void {
   }
 
   describe(`ledger contract: ${adapter.name}`, () => {
+    it("a claim older than the lease means strictly older: at exactly 300 s it is still its holder's", async () => {
+      const { log, clock, ledger } = await setup();
+      await completed(log, "d1", clock.now());
+      expect(await ledger("a").claim("d1")).toMatchObject({ claimed: true });
+      clock.advance(defaultLedgerPolicy.leaseMs);
+      expect(await ledger("b").claim("d1")).toEqual({ claimed: false, reason: "claimed-by-another" });
+      clock.advance(1);
+      expect(await ledger("b").claim("d1")).toMatchObject({ claimed: true, row: { attempts: 2 } });
+      await log.close();
+    });
+
     it("a policy given once at open reaches both the stored rows and the decisions", async () => {
       const log = await adapter.open({ ledgerPolicy: { ...defaultLedgerPolicy, leaseMs: 1_000 } });
       let now = 10_000;

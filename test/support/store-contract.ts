@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { TurnfoldEvent } from "../../src/events/index.js";
+import { isInvalidEventsError, type InvalidEventsError } from "../../src/events/validate.js";
 import { ledgerOf } from "../../src/ledger/projection.js";
 import type { Adapter } from "./adapters.js";
 
@@ -70,6 +71,25 @@ export function describeStoreContract(adapter: Adapter): void {
       // Each body saw exactly the events before its own append.
       for (const e of events.filter((x) => "saw" in x)) expect((e as unknown as { saw: number }).saw).toBe(e.seq - 1);
       expect([...a!, ...b!, ...c!].sort()).toEqual([1, 2, 3]);
+      await log.close();
+    });
+
+    it("refuses a batch with an invalid event, naming its index, field and reason, and appends none of it", async () => {
+      const log = await adapter.open();
+      await log.append([drain()]);
+      const bad = [drain(), { type: "process.exited", at: 1, process: "p", exitCode: "one", reason: "exited", output: "" }, { type: "nope", at: 1 }];
+      for (const attempt of [
+        () => log.append(bad as TurnfoldEvent[]),
+        () => log.appendAfter(1, bad as TurnfoldEvent[]),
+        () => log.transact((tx) => tx.append(bad as TurnfoldEvent[])),
+      ]) {
+        const error = await attempt().then(() => undefined, (e: unknown) => e);
+        expect(isInvalidEventsError(error)).toBe(true);
+        const problems = (error as InvalidEventsError).problems.map((p) => `${p.where}: ${p.field}`);
+        expect(problems).toEqual(["event 1: exitCode", "event 2: type"]);
+        expect(String((error as Error).message)).toMatch(/^nothing appended/);
+      }
+      expect(await log.lastSeq()).toBe(1);
       await log.close();
     });
 
