@@ -33,7 +33,11 @@ export function release(state: State, item: Item): void {
 /** A process's completion is settled: its record goes, its owner is remembered (bounded). */
 export function forgetProcess(state: State, process: string, owner: string | undefined): void {
   state.processes.delete(process);
-  state.releasedOwners.delete(process);
+  if (!state.releasedOwners.has(process)) {
+    const oldest = state.releasedRing[state.releasedNext];
+    if (oldest !== undefined) state.releasedOwners.delete(oldest);
+    state.releasedRing[state.releasedNext] = process;
+    state.releasedNext = (state.releasedNext + 1) % rememberedOwners;
+  }
   state.releasedOwners.set(process, owner);
-  if (state.releasedOwners.size > rememberedOwners) state.releasedOwners.delete(state.releasedOwners.keys().next().value!);
 }
