@@ -11,7 +11,7 @@ const batchSize = 1000;
 const batches = 30;
 
 /** A realistic completion: a shell command and a 400-character output tail. */
-function exited(i: number): TurnfoldEvent {
+export function exited(i: number): TurnfoldEvent {
   return {
     type: "process.exited",
     at: 1_700_000_000_000 + i,

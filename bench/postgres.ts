@@ -17,6 +17,7 @@ import { Ledger } from "../src/ledger/ledger.js";
 import { openLog, type TurnfoldLog } from "../src/open.js";
 import { liveTurns } from "../src/projections/live.js";
 import type { Output } from "../src/projections/project.js";
+import { exited } from "./append.js";
 import { fmt, interleaved, type Row } from "./harness.js";
 
 const admin = process.env.TURNFOLD_BENCH_PG ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -29,19 +30,6 @@ async function withAdmin<T>(work: (c: pg.Client) => Promise<T>): Promise<T> {
   } finally {
     await c.end();
   }
-}
-
-function exited(i: number): TurnfoldEvent {
-  return {
-    type: "process.exited",
-    at: 1_700_000_000_000 + i,
-    process: `proc_${i.toString(36)}`,
-    owner: `session-${i % 1000}`,
-    exitCode: i % 13 === 0 ? 1 : 0,
-    reason: "exited",
-    command: `npm run test -- --shard ${i % 8}/8`,
-    output: `PASS src/module-${i}.test.ts\n`.repeat(12).slice(0, 400),
-  };
 }
 
 const batches = Array.from({ length: 10 }, (_, b) => Array.from({ length: 1000 }, (_, i) => exited(b * 1000 + i)));

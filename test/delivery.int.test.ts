@@ -1,5 +1,4 @@
 /** Exactly-once decisions and at-least-once delivery, with real processes, files and sockets (R23–R26). */
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { TurnfoldEvent } from "../src/events/index.js";
@@ -11,6 +10,7 @@ import { startReceiver } from "../src/sinks/receiver.js";
 import { Ledger } from "../src/ledger/ledger.js";
 import { ledgerOf } from "../src/ledger/projection.js";
 import type { DispatchedTurn } from "../src/sinks/sink.js";
+import { child as spawnChild } from "./support/child.js";
 import { tempDir } from "./support/tmp.js";
 
 const dir = tempDir();
@@ -18,18 +18,7 @@ let n = 0;
 const fresh = () => join(dir, `delivery-${n++}.sqlite`);
 const fixture = (name: string) => join(import.meta.dirname, "fixtures", name);
 
-function child(script: string, args: readonly string[]) {
-  const proc = spawn(process.execPath, [fixture(script), ...args], { stdio: ["pipe", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-  proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  const ready = new Promise<void>((resolve) => proc.stdout.once("data", () => resolve()));
-  const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
-    proc.on("exit", (code) => resolve({ code, stdout, stderr })),
-  );
-  return { proc, ready, exited };
-}
+const child = (script: string, args: readonly string[]) => spawnChild([fixture(script), ...args]);
 
 describe("claim race across processes (R25, R26)", () => {
   it("4 processes competing for 1,000 completed delegations deliver each exactly once, none left pending", async () => {

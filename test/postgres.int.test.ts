@@ -2,7 +2,6 @@
  * The PostgreSQL adapter with real processes and the real command: concurrent writers,
  * crashes, the claim race, live runners killed at random, and every log command on a URL.
  */
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
@@ -11,6 +10,7 @@ import { isLogError, type Stored, type TurnfoldEvent } from "../src/events/index
 import { openLog } from "../src/open.js";
 import { replay } from "../src/projections/replay.js";
 import { verifyRecorded } from "../src/projections/verify.js";
+import { child } from "./support/child.js";
 import { cli, cliEntry } from "./support/cli.js";
 import { History } from "./support/history.js";
 import { postgresSkipReason, testDatabase } from "./support/postgres.js";
@@ -18,18 +18,6 @@ import { postgresSkipReason, testDatabase } from "./support/postgres.js";
 const database = await testDatabase();
 const fixture = (name: string) => join(import.meta.dirname, "fixtures", name);
 
-function child(args: readonly string[], env: NodeJS.ProcessEnv = {}) {
-  const proc = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, ...env } });
-  let stdout = "";
-  let stderr = "";
-  proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-  proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  const ready = new Promise<void>((resolve) => proc.stdout.once("data", () => resolve()));
-  const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
-    proc.on("exit", (code) => resolve({ code, stdout, stderr })),
-  );
-  return { proc, ready, exited };
-}
 
 const appender = (target: string, writer: string, batches: number, size: number, go = false) =>
   child(["--import", "tsx", fixture("appender.ts"), target, writer, String(batches), String(size)], go ? { WAIT_FOR_GO: "1" } : {});

@@ -268,22 +268,22 @@ export class PostgresLog implements EventStore {
 
   async append(events: readonly TurnfoldEvent[]): Promise<readonly number[]> {
     if (events.length === 0) return [];
-    return this.#write(async (trx) => this.#insert(trx, events));
+    return this.#write(async (_trx, insert) => insert(events));
   }
 
   async appendAfter(expectedLastSeq: number, events: readonly TurnfoldEvent[]): Promise<ConditionalAppend> {
-    return this.#write(async (trx): Promise<ConditionalAppend> => {
+    return this.#write(async (trx, insert): Promise<ConditionalAppend> => {
       const lastSeq = await this.#last(trx);
       if (lastSeq !== expectedLastSeq) return { ok: false, code: "conflict", lastSeq };
-      return { ok: true, seqs: await this.#insert(trx, events) };
+      return { ok: true, seqs: await insert(events) };
     });
   }
 
   async transact<T>(body: (tx: StoreTransaction) => Promise<T>): Promise<T> {
-    return this.#write(async (trx) =>
+    return this.#write(async (trx, insert) =>
       body({
         lastSeq: () => this.#last(trx),
-        append: (events) => this.#insert(trx, events),
+        append: insert,
         row: (projection, key) => this.#row(trx, projection, key),
       }),
     );
@@ -371,14 +371,17 @@ export class PostgresLog implements EventStore {
     return this.#listener;
   }
 
-  async #write<T>(body: (trx: Kysely<unknown>) => Promise<T>): Promise<T> {
+  /** One write transaction under the log's lock; `insert` appends in it and notes that it did. */
+  async #write<T>(body: (trx: Kysely<unknown>, insert: (events: readonly TurnfoldEvent[]) => Promise<number[]>) => Promise<T>): Promise<T> {
     let appended = false;
     const result = await this.#db.transaction().execute(async (trx) => {
       await this.#layout.lock().execute(trx);
-      const before = await this.#last(trx);
-      const value = await body(trx);
-      if ((await this.#last(trx)) !== before) {
-        appended = true;
+      const value = await body(trx, async (events) => {
+        const seqs = await this.#insert(trx, events);
+        appended ||= seqs.length > 0;
+        return seqs;
+      });
+      if (appended) {
         // Delivered at COMMIT, and only if the transaction commits.
         await sql`SELECT pg_notify(${this.#layout.channel}, '')`.execute(trx);
       }
