@@ -10,7 +10,7 @@ import type { Stored, TurnfoldEvent } from "../src/events/schema.js";
 import { openSqliteLog } from "../src/events/sqlite-log.js";
 import { Projection } from "../src/projections/project.js";
 import { fmt, interleaved, type Row } from "./harness.js";
-import { workload } from "./workload.js";
+import { workload } from "../src/testing/workload.js";
 
 const total = 1_000_000;
 const sessions = 1000;
@@ -83,7 +83,7 @@ async function sqliteReplay(path: string): Promise<number> {
   const projection = new Projection();
   const start = performance.now();
   let outputs = 0;
-  for (const event of log.scan()) outputs += projection.push(event).length;
+  for (const page of log.scanPages()) for (const event of page) outputs += projection.push(event).length;
   const ms = performance.now() - start;
   await log.close();
   if (outputs === 0) throw new Error("no turns");

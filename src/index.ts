@@ -41,12 +41,12 @@ export { redactUrl } from "./events/urls.js";
 // The projection and its ways to run.
 export { createState, evolve, type State } from "./reducers/index.js";
 export { Projection, type Turn, type StatusLine, type Output, type ProjectionOptions, type ReadyItem } from "./projections/project.js";
-export { replay, type Replayed } from "./projections/replay.js";
+export { replay, replayStream, type Replayed } from "./projections/replay.js";
 export { turns, type TurnsOptions } from "./projections/turns.js";
 export { liveTurns, type LiveOptions } from "./projections/live.js";
 export { recordDispatches } from "./projections/record-dispatches.js";
-export { verifyRecorded, type Verified, type Difference } from "./projections/verify.js";
-export { explain, type Explanation, type ItemStory, type Waiting } from "./projections/explain.js";
+export { verifyRecorded, Verifier, type Verified, type Difference } from "./projections/verify.js";
+export { explain, Explainer, type Explanation, type ItemStory, type Waiting } from "./projections/explain.js";
 export { toRecord, fromRecord, type DispatchRecord } from "./projections/dispatch-record.js";
 export { createRenderer, defaultRenderer, type Renderer } from "./render/renderer.js";
 export { explanationText } from "./render/explain.js";

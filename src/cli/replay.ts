@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { Projection, type Output } from "../projections/project.js";
-import { verifyRecorded } from "../projections/verify.js";
-import { loadHistory } from "./load-session.js";
+import { Verifier, type Verified } from "../projections/verify.js";
+import { openHistory } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
 import { progress, styler, useColour } from "./style.js";
 
@@ -19,29 +19,64 @@ export function replayCommand(program: Command): void {
     .option("--json", "one JSON object per turn")
     .option("--status", "also print the TUI status lines")
     .option("--verify", "compare the recorded notification.dispatched events with the re-derived turns")
-    .action((file: string, options: ReplayOptions) =>
-      runCommand(async () => {
-        const events = await loadHistory(file);
-        const bar = progress(events.length, "replaying");
-        const projection = new Projection();
-        const outputs: Output[] = [];
-        events.forEach((event, i) => {
-          outputs.push(...projection.push(event));
-          if (i % 10_000 === 0) bar.tick(i);
-        });
-        outputs.push(...projection.finish());
-        bar.done();
-        const turns = outputs.filter((o) => o.type === "turn");
-        if (options.verify) return verify(file, events, turns);
-        const shown = options.status ? outputs : turns;
-        await writeOut(shown.map((o) => (options.json ? jsonLine(o) : humanLines(o))).join(""));
-        return 0;
-      }),
-    );
+    .action((file: string, options: ReplayOptions) => runCommand(() => replayFile(file, options)));
 }
 
-function verify(file: string, events: Parameters<typeof verifyRecorded>[0], turns: Parameters<typeof verifyRecorded>[1]): number {
-  const result = verifyRecorded(events, turns);
+/**
+ * Streams the history through the projection page by page and writes each turn as it is
+ * decided; with `--verify`, records and derived turns are compared as both advance and
+ * reading stops at the first difference.
+ */
+async function replayFile(file: string, options: ReplayOptions): Promise<number> {
+  const history = await openHistory(file);
+  const bar = progress(history.size ?? 0, "replaying");
+  const projection = new Projection();
+  const verifier = options.verify ? new Verifier() : undefined;
+  const out = new BufferedOut();
+  const emit = (outputs: readonly Output[]): void => {
+    for (const o of outputs) {
+      if (verifier) {
+        if (o.type === "turn") verifier.derived(o);
+      } else if (o.type === "turn" || options.status) out.add(options.json ? jsonLine(o) : humanLines(o));
+    }
+  };
+  let read = 0;
+  for await (const page of history.pages) {
+    for (const event of page) {
+      if (verifier && event.type === "notification.dispatched") verifier.record(event);
+      emit(projection.push(event));
+    }
+    read += page.length;
+    bar.tick(read);
+    if (verifier?.difference) break;
+    await out.flushIfFull();
+  }
+  if (!verifier?.difference) emit(projection.finish());
+  bar.done();
+  await out.flush();
+  return verifier ? report(file, verifier.finish()) : 0;
+}
+
+/** Collects output lines and writes them in large chunks, waiting when stdout is full. */
+class BufferedOut {
+  #chunk = "";
+
+  add(text: string): void {
+    this.#chunk += text;
+  }
+
+  async flushIfFull(): Promise<void> {
+    if (this.#chunk.length >= 1 << 16) await this.flush();
+  }
+
+  async flush(): Promise<void> {
+    const chunk = this.#chunk;
+    this.#chunk = "";
+    await writeOut(chunk);
+  }
+}
+
+function report(file: string, result: Verified): number {
   if (result.ok) {
     process.stdout.write(`${file}: the ${result.turns} recorded dispatches match the re-derived turns\n`);
     return 0;

@@ -4,7 +4,7 @@
  * as if it were whole.
  */
 import type { Stored, TurnfoldEvent } from "./schema.js";
-import { validateEvent, type Problem } from "./validate.js";
+import { formatProblem, validateEvent, type Problem } from "./validate.js";
 
 /** The result of decoding JSONL: every event, or the problems of every bad line. */
 export type Decoded =
@@ -37,31 +37,116 @@ export function decodeJsonl(text: string): Decoded {
 }
 
 /**
- * Decodes a recorded history for replay: like `decodeJsonl`, but each event keeps the
- * `seq` it was exported with when that seq is a whole number above the previous one;
- * otherwise it is numbered on from the previous event.
+ * Numbers the lines of a recorded history: each event keeps the `seq` it was exported
+ * with when that seq is a whole number above the previous one; otherwise it is numbered
+ * on from the previous event.
+ */
+class StoredLines {
+  #previous = 0;
+
+  /** One line (without its newline): an event, its problems, or nothing for a blank line. */
+  decode(raw: string, lineNumber: number): Stored | readonly Problem[] | undefined {
+    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+    if (line.trim() === "") return undefined;
+    const where = `line ${lineNumber}`;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch (error) {
+      return [{ where, field: "(line)", reason: `not valid JSON (${(error as Error).message})` }];
+    }
+    const result = validateEvent(value, where);
+    if (!result.ok) return result.problems;
+    const given = (value as { seq?: unknown }).seq;
+    this.#previous = typeof given === "number" && Number.isInteger(given) && given > this.#previous ? given : this.#previous + 1;
+    return { ...result.event, seq: this.#previous } as Stored;
+  }
+}
+
+/** A recorded history that is not valid: every problem found, each naming its line. */
+export class JsonlProblems extends Error {
+  override readonly name = "TurnfoldJsonlProblems";
+  constructor(readonly problems: readonly Problem[]) {
+    super(problems.map((p) => formatProblem(p)).join("\n"));
+  }
+}
+
+/**
+ * Decodes a recorded history for replay, all at once: like `decodeJsonl`, with each
+ * event's `seq` kept as exported (see `decodeStoredJsonlStream`).
  */
 export function decodeStoredJsonl(text: string): { ok: true; events: Stored[] } | { ok: false; problems: readonly Problem[] } {
-  const decoded = decodeJsonl(text);
-  if (!decoded.ok) return decoded;
-  const seqs = recordedSeqs(text);
-  let previous = 0;
-  const events = decoded.events.map((event, i) => {
-    const given = seqs[i];
-    previous = given !== undefined && Number.isInteger(given) && given > previous ? given : previous + 1;
-    return { ...event, seq: previous } as Stored;
-  });
+  const lines = new StoredLines();
+  const events: Stored[] = [];
+  const problems: Problem[] = [];
+  text
+    .replace(/^\uFEFF/, "")
+    .split("\n")
+    .forEach((raw, index) => {
+      const decoded = lines.decode(raw, index + 1);
+      if (decoded === undefined) return;
+      if (Array.isArray(decoded)) problems.push(...(decoded as readonly Problem[]));
+      else events.push(decoded as Stored);
+    });
+  if (problems.length > 0) return { ok: false, problems };
+  if (events.length === 0) return { ok: false, problems: [emptyFile] };
   return { ok: true, events };
 }
 
-function recordedSeqs(text: string): (number | undefined)[] {
-  const seqs: (number | undefined)[] = [];
-  for (const line of text.replace(/^\uFEFF/, "").split("\n")) {
-    if (line.trim() === "") continue;
-    const seq = (JSON.parse(line) as { seq?: unknown }).seq;
-    seqs.push(typeof seq === "number" ? seq : undefined);
+const emptyFile: Problem = { where: "file", field: "(file)", reason: "the file holds no events" };
+
+/**
+ * Decodes a recorded history as it is read, in pages of events, holding one page and
+ * one partial line at a time. At the first bad line it stops yielding, reads on to
+ * collect up to `maxProblems` problems, and throws them as `JsonlProblems`: the events
+ * already yielded are exactly those before that line.
+ */
+export async function* decodeStoredJsonlStream(
+  chunks: AsyncIterable<string>,
+  options: { readonly pageSize?: number; readonly maxProblems?: number } = {},
+): AsyncGenerator<Stored[]> {
+  const pageSize = options.pageSize ?? 1000;
+  const maxProblems = options.maxProblems ?? 20;
+  const lines = new StoredLines();
+  const problems: Problem[] = [];
+  let page: Stored[] = [];
+  let seen = 0;
+  let rest = "";
+  let lineNumber = 0;
+  let first = true;
+  const take = (raw: string): void => {
+    lineNumber++;
+    if (problems.length >= maxProblems) return;
+    const decoded = lines.decode(raw, lineNumber);
+    if (decoded === undefined) return;
+    if (Array.isArray(decoded)) problems.push(...(decoded as readonly Problem[]).slice(0, maxProblems - problems.length));
+    else if (problems.length === 0) {
+      page.push(decoded as Stored);
+      seen++;
+    }
+  };
+  for await (let chunk of chunks) {
+    if (first) {
+      chunk = chunk.replace(/^\uFEFF/, "");
+      first = false;
+    }
+    let start = 0;
+    for (let end = chunk.indexOf("\n"); end !== -1; end = chunk.indexOf("\n", start)) {
+      take(rest === "" ? chunk.slice(start, end) : rest + chunk.slice(start, end));
+      rest = "";
+      start = end + 1;
+    }
+    rest += chunk.slice(start);
+    if (page.length >= pageSize && problems.length === 0) {
+      yield page;
+      page = [];
+    }
+    if (problems.length >= maxProblems) break;
   }
-  return seqs;
+  if (rest !== "") take(rest);
+  if (problems.length > 0) throw new JsonlProblems(problems);
+  if (seen === 0) throw new JsonlProblems([emptyFile]);
+  if (page.length > 0) yield page;
 }
 
 /** One stored event as a JSONL line, `seq` first so a reader sees the order at a glance. */

@@ -389,17 +389,30 @@ export class SqliteLog implements EventStore {
   }
 
   /**
-   * Synchronous scan of every event from a seq on; the fast path for replay. Pages of
-   * bodies come back in one call each (far cheaper than stepping row by row).
+   * Synchronous scan of every event from a seq on, a page at a time: the fast path for
+   * replay. Each page comes back from SQLite in one call and is decoded in one loop, so
+   * no promise or generator step is paid per event.
    */
-  *scan(from = 1, pageSize = 5000): Generator<Stored> {
+  *scanPages(from = 1, pageSize = 5000): Generator<Stored[]> {
     let next = from;
     for (;;) {
       const rows = this.#bodies.all(next, pageSize) as [number, string][];
-      for (const [seq, body] of rows) yield toStored({ seq, body });
+      const page = new Array<Stored>(rows.length);
+      for (let i = 0; i < rows.length; i++) {
+        const row = rows[i]!;
+        const event = JSON.parse(row[1]) as { seq: number };
+        event.seq = row[0];
+        page[i] = event as Stored;
+      }
+      if (page.length > 0) yield page;
       if (rows.length < pageSize) return;
       next = rows[rows.length - 1]![0] + 1;
     }
+  }
+
+  /** Synchronous scan of every event from a seq on, one at a time (see `scanPages`). */
+  *scan(from = 1, pageSize = 5000): Generator<Stored> {
+    for (const page of this.scanPages(from, pageSize)) yield* page;
   }
 
   async lastSeq(): Promise<number> {

@@ -36,38 +36,68 @@ function mentions(event: Stored, id: string): boolean {
   return e.process === id || e.delegation === id || (Array.isArray(e.members) && e.members.includes(id));
 }
 
-/** Tells what became of every item one process or delegation made (R31). */
-export function explain(events: Iterable<Stored>, id: string, options: ProjectionOptions = {}): Explanation {
-  const notes: Note[] = [];
-  const projection = new Projection({ ...options, trace: (note) => note.member === id && notes.push(note) });
-  const mentioned: Stored[] = [];
-  const turns: Turn[] = [];
-  const drains = new Map<string, number>();
-  for (const event of events) {
-    if (mentions(event, id)) mentioned.push(event);
-    if (event.type === "drain") drains.set(event.session, event.seq);
-    for (const output of projection.push(event)) {
-      if (output.type === "turn" && output.members.includes(id)) turns.push(output);
+/**
+ * `explain` one event at a time: push the history in seq order (page by page, from any
+ * source), then `finish`. It keeps only the events and turns that concern the id, so a
+ * log of any length is explained in memory bounded by the live state.
+ *
+ * @example
+ * const explainer = new Explainer("p1");
+ * for await (const event of log.read()) explainer.push(event);
+ * console.log(explanationText(explainer.finish()));
+ */
+export class Explainer {
+  readonly #id: string;
+  readonly #notes: Note[] = [];
+  readonly #projection: Projection;
+  readonly #mentioned: Stored[] = [];
+  readonly #turns: Turn[] = [];
+  readonly #drains = new Map<string, number>();
+
+  constructor(id: string, options: ProjectionOptions = {}) {
+    this.#id = id;
+    this.#projection = new Projection({ ...options, trace: (note) => note.member === id && this.#notes.push(note) });
+  }
+
+  /** Folds one event (in seq order). */
+  push(event: Stored): void {
+    const id = this.#id;
+    if (mentions(event, id)) this.#mentioned.push(event);
+    if (event.type === "drain") this.#drains.set(event.session, event.seq);
+    for (const output of this.#projection.push(event)) {
+      if (output.type === "turn" && output.members.includes(id)) this.#turns.push(output);
     }
   }
-  for (const output of projection.finish()) {
-    if (output.type === "turn" && output.members.includes(id)) turns.push(output);
+
+  /** End of the history: the story of every item the id made. */
+  finish(): Explanation {
+    const id = this.#id;
+    for (const output of this.#projection.finish()) {
+      if (output.type === "turn" && output.members.includes(id)) this.#turns.push(output);
+    }
+    const stories = new Map<string, { itemSeq: number | undefined; fates: (Fate & { seq: number })[] }>();
+    for (const note of this.#notes) {
+      const key = note.itemSeq === undefined ? `event ${note.seq}` : String(note.itemSeq);
+      const story = stories.get(key) ?? { itemSeq: note.itemSeq, fates: [] };
+      story.fates.push({ ...note.fate, seq: note.seq });
+      stories.set(key, story);
+    }
+    const state = this.#projection.state;
+    const items = [...stories.values()].map((story): ItemStory => {
+      const last = story.fates[story.fates.length - 1];
+      const turn = last?.what === "dispatched" ? this.#turns.find((t) => t.seq === last.seq) : undefined;
+      const found = story.itemSeq === undefined ? undefined : locate(state, story.itemSeq, this.#drains);
+      return { itemSeq: story.itemSeq, kind: found?.item.kind ?? kindFromEvents(this.#mentioned, story.itemSeq), fates: story.fates, turn, waiting: found?.waiting };
+    });
+    return { id, events: this.#mentioned, items };
   }
-  const stories = new Map<string, { itemSeq: number | undefined; fates: (Fate & { seq: number })[] }>();
-  for (const note of notes) {
-    const key = note.itemSeq === undefined ? `event ${note.seq}` : String(note.itemSeq);
-    const story = stories.get(key) ?? { itemSeq: note.itemSeq, fates: [] };
-    story.fates.push({ ...note.fate, seq: note.seq });
-    stories.set(key, story);
-  }
-  const state = projection.state;
-  const items = [...stories.values()].map((story): ItemStory => {
-    const last = story.fates[story.fates.length - 1];
-    const turn = last?.what === "dispatched" ? turns.find((t) => t.seq === last.seq) : undefined;
-    const found = story.itemSeq === undefined ? undefined : locate(state, story.itemSeq, drains);
-    return { itemSeq: story.itemSeq, kind: found?.item.kind ?? kindFromEvents(mentioned, story.itemSeq), fates: story.fates, turn, waiting: found?.waiting };
-  });
-  return { id, events: mentioned, items };
+}
+
+/** Tells what became of every item one process or delegation made (R31). */
+export function explain(events: Iterable<Stored>, id: string, options: ProjectionOptions = {}): Explanation {
+  const explainer = new Explainer(id, options);
+  for (const event of events) explainer.push(event);
+  return explainer.finish();
 }
 
 function kindFromEvents(events: readonly Stored[], seq: number | undefined): string | undefined {

@@ -6,14 +6,18 @@
 import { firstValueFrom, filter, scan, takeWhile, timeout, type Observable } from "rxjs";
 import type { EventLog } from "../events/log.js";
 import { liveTurns, type LiveOptions } from "./live.js";
-import type { Output } from "./project.js";
-import { replay } from "./replay.js";
+import { Projection, type Output } from "./project.js";
 
 /** Runs the live projection until every dispatch the log's events decide is recorded, then resolves to how many turns that is. */
 export async function recordDispatches(log: EventLog, options: LiveOptions & { timeoutMs?: number } = {}): Promise<number> {
-  const events = [];
-  for await (const event of log.read()) events.push(event);
-  const expected = replay(events.filter((e) => e.type !== "notification.dispatched"), options).turns.length;
+  // Count the turns the log decides, reading it page by page (records left out).
+  const projection = new Projection(options);
+  let expected = 0;
+  const count = (outputs: readonly Output[]) => {
+    for (const o of outputs) if (o.type === "turn") expected++;
+  };
+  for await (const event of log.read()) if (event.type !== "notification.dispatched") count(projection.push(event));
+  count(projection.finish());
   if (expected === 0) return 0;
   const recorded: Observable<Output> = liveTurns(log, options);
   return firstValueFrom(

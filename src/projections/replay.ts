@@ -31,3 +31,20 @@ export function replay(events: Iterable<Stored>, options: ProjectionOptions = {}
     statusLines: outputs.filter((o): o is StatusLine => o.type === "status"),
   };
 }
+
+/**
+ * Streaming replay: reads events from any source in seq order (a log's `read()`, a
+ * generator, an array) and yields each turn and status line as soon as it is decided.
+ * Nothing but the projection's live state is kept, so a log of any length replays in
+ * bounded memory.
+ *
+ * @example
+ * for await (const output of replayStream(log.read())) {
+ *   if (output.type === "turn") console.log(output.session, output.text);
+ * }
+ */
+export async function* replayStream(events: AsyncIterable<Stored> | Iterable<Stored>, options: ProjectionOptions = {}): AsyncGenerator<Output> {
+  const projection = new Projection(options);
+  for await (const event of events) yield* projection.push(event);
+  yield* projection.finish();
+}

@@ -1,4 +1,8 @@
-/** `--verify`: the recorded dispatches of a history against the ones re-derived from it. */
+/**
+ * `--verify`: the recorded dispatches of a history against the ones re-derived from it,
+ * compared pair by pair as both streams advance, so a log of any length is checked in
+ * memory bounded by how far the records lag behind the turns they record.
+ */
 import type { Stored } from "../events/schema.js";
 import type { Turn } from "./project.js";
 import { fromRecord } from "./dispatch-record.js";
@@ -19,28 +23,127 @@ export type Verified = { readonly ok: true; readonly turns: number } | { readonl
 
 const fields = ["seq", "session", "consumer", "kind", "members", "text"] as const;
 
-/** Compares the recorded dispatches of a log with the turns derived from its events; names the first difference. */
-export function verifyRecorded(events: readonly Stored[], derived: readonly Turn[]): Verified {
-  const records = events.filter((e) => e.type === "notification.dispatched");
-  const count = Math.max(records.length, derived.length);
-  for (let index = 0; index < count; index++) {
-    const stored = records[index];
-    const recorded = stored && stored.type === "notification.dispatched" ? fromRecord(stored) : undefined;
-    const turn = derived[index];
-    if (recorded === undefined || turn === undefined) {
-      return {
-        ok: false,
-        difference: { index, field: "(turn)", recorded: recorded ?? "(no record)", derived: turn ?? "(no turn)", recordSeq: stored?.seq },
+/**
+ * Streaming comparison: hand it each `notification.dispatched` record and each derived
+ * turn as they come (in any interleaving); it compares the n-th record with the n-th turn
+ * as soon as both exist and forgets them. `difference` is set at the first mismatch.
+ *
+ * @example
+ * const verifier = new Verifier();
+ * for (const event of events) {
+ *   if (event.type === "notification.dispatched") verifier.record(event);
+ *   for (const o of projection.push(event)) if (o.type === "turn") verifier.derived(o);
+ * }
+ * const verdict = verifier.finish();
+ */
+export class Verifier {
+  readonly #records = new Queue<Stored>();
+  readonly #turns = new Queue<Turn>();
+  #index = 0;
+  #difference: Difference | undefined;
+
+  /** The first mismatch found so far, if any: a caller may stop reading there. */
+  get difference(): Difference | undefined {
+    return this.#difference;
+  }
+
+  /** One recorded dispatch, in log order. */
+  record(event: Stored): void {
+    if (this.#difference || event.type !== "notification.dispatched") return;
+    this.#records.push(event);
+    this.#compare();
+  }
+
+  /** One re-derived turn, in the order the projection decided it. */
+  derived(turn: Turn): void {
+    if (this.#difference) return;
+    this.#turns.push(turn);
+    this.#compare();
+  }
+
+  /** End of the history: any record without a turn, or turn without a record, is a difference. */
+  finish(): Verified {
+    if (!this.#difference && (this.#records.size > 0 || this.#turns.size > 0)) {
+      const stored = this.#records.peek();
+      const turn = this.#turns.peek();
+      this.#difference = {
+        index: this.#index,
+        field: "(turn)",
+        recorded: stored && stored.type === "notification.dispatched" ? fromRecord(stored) : "(no record)",
+        derived: turn ?? "(no turn)",
+        recordSeq: stored?.seq,
       };
     }
-    // A record written without `drainSeq` (by another producer) cannot say which drain sent it.
-    const hasDrainSeq = typeof (stored as { drainSeq?: unknown }).drainSeq === "number";
-    for (const field of fields) {
-      if (field === "seq" && !hasDrainSeq) continue;
-      if (JSON.stringify(recorded[field]) !== JSON.stringify(turn[field])) {
-        return { ok: false, difference: { index, field, recorded: recorded[field], derived: turn[field], recordSeq: stored!.seq } };
+    return this.#difference ? { ok: false, difference: this.#difference } : { ok: true, turns: this.#index };
+  }
+
+  #compare(): void {
+    while (this.#records.size > 0 && this.#turns.size > 0) {
+      const stored = this.#records.shift()!;
+      const turn = this.#turns.shift()!;
+      const found = differenceOf(stored, turn, this.#index);
+      if (found) {
+        this.#difference = found;
+        this.#records.clear();
+        this.#turns.clear();
+        return;
       }
+      this.#index++;
     }
   }
-  return { ok: true, turns: count };
+}
+
+/** A FIFO whose shift is O(1): the head moves, and the array is compacted now and then. */
+class Queue<T> {
+  #items: T[] = [];
+  #head = 0;
+
+  get size(): number {
+    return this.#items.length - this.#head;
+  }
+
+  push(item: T): void {
+    this.#items.push(item);
+  }
+
+  peek(): T | undefined {
+    return this.#items[this.#head];
+  }
+
+  shift(): T | undefined {
+    const item = this.#items[this.#head];
+    this.#head++;
+    if (this.#head >= 1024 && this.#head * 2 >= this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+    return item;
+  }
+
+  clear(): void {
+    this.#items = [];
+    this.#head = 0;
+  }
+}
+
+function differenceOf(stored: Stored, turn: Turn, index: number): Difference | undefined {
+  if (stored.type !== "notification.dispatched") return undefined;
+  const recorded = fromRecord(stored);
+  // A record written without `drainSeq` (by another producer) cannot say which drain sent it.
+  const hasDrainSeq = typeof stored.drainSeq === "number";
+  for (const field of fields) {
+    if (field === "seq" && !hasDrainSeq) continue;
+    if (JSON.stringify(recorded[field]) !== JSON.stringify(turn[field])) {
+      return { index, field, recorded: recorded[field], derived: turn[field], recordSeq: stored.seq };
+    }
+  }
+  return undefined;
+}
+
+/** Compares the recorded dispatches of a log with the turns derived from it; names the first difference. */
+export function verifyRecorded(events: Iterable<Stored>, derived: Iterable<Turn>): Verified {
+  const verifier = new Verifier();
+  for (const event of events) verifier.record(event);
+  for (const turn of derived) verifier.derived(turn);
+  return verifier.finish();
 }

@@ -16,6 +16,7 @@ export function cli(args: readonly string[], options: { cwd?: string; input?: st
     cwd: options.cwd,
     input: options.input,
     encoding: "utf8",
+    maxBuffer: 1 << 30,
     env: { ...process.env, NO_COLOR: "1", ...options.env },
   });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };

@@ -4,7 +4,7 @@
  * busy turns and drains. Streamed from a generator, so it can be folded without ever
  * being held in memory. Ends with every session drained: everything delivered.
  */
-import type { Stored, TurnfoldEvent } from "../src/events/schema.js";
+import type { Stored, TurnfoldEvent } from "../events/schema.js";
 
 /** Small seeded PRNG (mulberry32): the same workload on every run. */
 function random(seed: number): () => number {
