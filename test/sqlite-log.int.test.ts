@@ -67,6 +67,28 @@ describe("sqlite log file", () => {
     expect(String((error as Error).message)).toMatch(/inline projection "ledger".*openLog\(\)/);
   });
 
+  it("scans pages with the right seqs across a gap another writer left, and past the log's end", async () => {
+    const path = fresh();
+    const log = await openLog(path);
+    await log.append(Array.from({ length: 10 }, (_, i) => drainEvent(`s${i}`)));
+    await log.close();
+    // Another tool appends with a gap in the seqs (seq 11–14 never written).
+    const raw = new Database(path);
+    const insert = raw.prepare("INSERT INTO events (seq, type, at, body) VALUES (?, 'drain', 1, ?)");
+    for (const seq of [15, 16, 17]) insert.run(seq, JSON.stringify({ type: "drain", at: 1, session: `gap-${seq}`, consumer: "tui-poller" }));
+    raw.close();
+    const reopened = await openLog(path, { create: false });
+    for (const size of [1, 4, 5, 10, 100]) {
+      const pages = [...reopened.scanPages(1, size)];
+      const events = pages.flat() as (Stored & { session: string })[];
+      expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 16, 17]);
+      expect(events.map((e) => e.session)).toEqual([...Array.from({ length: 10 }, (_, i) => `s${i}`), "gap-15", "gap-16", "gap-17"]);
+      expect(pages.every((page) => page.length <= size)).toBe(true);
+      expect([...reopened.scanPages(12, size)].flat().map((e) => e.seq)).toEqual([15, 16, 17]);
+    }
+    await reopened.close();
+  });
+
   it("keeps events across a close and reopen", async () => {
     const path = fresh();
     const log = await openLog(path);

@@ -11,6 +11,11 @@ export function makeItem(kind: ItemKind, event: Stored, member: string | null, o
 
 /** Appends, or inserts by seq when an item comes back from parking or another queue. */
 export function insertInOrder(queue: Item[], item: Item): void {
+  // The common case: a new item is the newest.
+  if (queue.length === 0 || queue[queue.length - 1]!.seq < item.seq) {
+    queue.push(item);
+    return;
+  }
   let i = queue.length;
   while (i > 0 && queue[i - 1]!.seq > item.seq) i--;
   queue.splice(i, 0, item);
