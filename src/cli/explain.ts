@@ -3,6 +3,8 @@ import { Explainer } from "../projections/explain.js";
 import { explanationText } from "../render/explain.js";
 import { openHistory } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
+import { budgetOption } from "./options.js";
+import type { Budget } from "../events/schema.js";
 
 export function explainCommand(program: Command): void {
   program
@@ -11,10 +13,11 @@ export function explainCommand(program: Command): void {
     .argument("<file>", "recorded session: JSONL, or a SQLite log")
     .argument("<id>", "process or delegation id")
     .option("--json", "the explanation as one JSON object")
-    .action((file: string, id: string, options: { json?: boolean }) =>
+    .addOption(budgetOption())
+    .action((file: string, id: string, options: { json?: boolean; budget?: Budget }) =>
       runCommand(async () => {
         const history = await openHistory(file);
-        const explainer = new Explainer(id);
+        const explainer = new Explainer(id, options.budget ? { budget: options.budget } : {});
         for await (const page of history.pages) for (const event of page) explainer.push(event);
         const explanation = explainer.finish();
         await writeOut(options.json ? JSON.stringify(explanation) + "\n" : explanationText(explanation) + "\n");

@@ -4,8 +4,11 @@ import { Verifier, type Verified } from "../projections/verify.js";
 import { openHistory } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
 import { progress, styler, useColour } from "./style.js";
+import { budgetOption } from "./options.js";
+import type { Budget } from "../events/schema.js";
 
 interface ReplayOptions {
+  budget?: Budget;
   json?: boolean;
   status?: boolean;
   verify?: boolean;
@@ -19,6 +22,7 @@ export function replayCommand(program: Command): void {
     .option("--json", "one JSON object per turn")
     .option("--status", "also print the TUI status lines")
     .option("--verify", "compare the recorded notification.dispatched events with the re-derived turns")
+    .addOption(budgetOption())
     .action((file: string, options: ReplayOptions) => runCommand(() => replayFile(file, options)));
 }
 
@@ -30,7 +34,7 @@ export function replayCommand(program: Command): void {
 async function replayFile(file: string, options: ReplayOptions): Promise<number> {
   const history = await openHistory(file);
   const bar = progress(history.size ?? 0, "replaying");
-  const projection = new Projection();
+  const projection = new Projection(options.budget ? { budget: options.budget } : {});
   const verifier = options.verify ? new Verifier() : undefined;
   const out = new BufferedOut();
   const emit = (outputs: readonly Output[]): void => {

@@ -41,6 +41,16 @@ export const Route = z.looseObject({
 });
 export type Route = z.infer<typeof Route>;
 
+/**
+ * A session's wake budget (R30): at most `capacity` turns at once, one more every
+ * `refillMs` ms of event time; the bucket starts full.
+ */
+export const Budget = z.object({
+  capacity: z.number().int().positive(),
+  refillMs: z.number().int().positive(),
+});
+export type Budget = z.infer<typeof Budget>;
+
 /** Builds one event schema: a literal `type`, producer time `at`, then its own fields. */
 function event<T extends string, S extends z.ZodRawShape>(type: T, shape: S) {
   return z.looseObject({ type: z.literal(type), at: count, ...shape });
@@ -53,6 +63,7 @@ export const SessionOpened = event("session.opened", {
   surface: Surface,
   keys: z.array(id).optional(),
   route: Route.optional(),
+  budget: Budget.optional(),
 });
 export const SessionCompressed = event("session.compressed", { session: id, successor: id });
 export const SessionClosed = event("session.closed", {

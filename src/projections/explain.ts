@@ -2,17 +2,37 @@
  * `explain` (R31): for one process or delegation id, its events and what became of each
  * item it made: which turn carried it, or why none did.
  */
-import type { Stored } from "../events/schema.js";
+import type { EventOf, Stored } from "../events/schema.js";
+import { nextTokenAt } from "../reducers/budget.js";
+import { isLive, lineageTip } from "../reducers/ownership.js";
 import type { Fate, Note } from "../reducers/decisions.js";
 import type { Item, State } from "../reducers/state.js";
 import { Projection, type ProjectionOptions, type Turn } from "./project.js";
 
 /** Where an item that was never settled is waiting, at the end of the history. */
 export type Waiting =
-  | { readonly where: "queue"; readonly session: string; readonly busy: boolean; readonly surface: string; readonly drainedSince: boolean }
+  | {
+      readonly where: "queue";
+      readonly session: string;
+      readonly busy: boolean;
+      readonly surface: string;
+      readonly drainedSince: boolean;
+      /** Set when the last drain left it queued for want of a token (R30): when the next token comes. */
+      readonly overBudget: { readonly nextTokenAt: number } | undefined;
+    }
   | { readonly where: "inbox"; readonly session: string; readonly consumer: string }
   | { readonly where: "unaddressed" }
-  | { readonly where: "parked"; readonly owner: string };
+  | { readonly where: "parked"; readonly owner: string; readonly since: number; readonly until: number };
+
+/** A drain of a session that could not take the item: it belongs to another session. */
+export interface ForeignDrain {
+  /** Seq of the drain. */
+  readonly seq: number;
+  /** The session that drained. */
+  readonly session: string;
+  /** The session the item was waiting for. */
+  readonly owner: string;
+}
 
 /** One item's fate: dispatched in which turn, consumed, parked, dropped or still waiting, and why. */
 export interface ItemStory {
@@ -22,6 +42,10 @@ export interface ItemStory {
   /** The turn that carried it, if one did. */
   readonly turn: Turn | undefined;
   readonly waiting: Waiting | undefined;
+  /** Drains of other sessions while it waited (the first five): they could not take it. */
+  readonly foreignDrains: readonly ForeignDrain[];
+  /** How many such drains there were in all. */
+  readonly foreignDrainCount: number;
 }
 
 /** What `explain` found: the events of a process or delegation and the story of each item. */
@@ -53,17 +77,47 @@ export class Explainer {
   readonly #mentioned: Stored[] = [];
   readonly #turns: Turn[] = [];
   readonly #drains = new Map<string, number>();
+  /** Items of the id waiting in a session's queue: item seq → that session. */
+  readonly #waitingIn = new Map<number, string>();
+  readonly #foreign = new Map<number, { drains: ForeignDrain[]; count: number }>();
 
   constructor(id: string, options: ProjectionOptions = {}) {
     this.#id = id;
-    this.#projection = new Projection({ ...options, trace: (note) => note.member === id && this.#notes.push(note) });
+    this.#projection = new Projection({ ...options, trace: (note) => note.member === id && this.#trace(note) });
+  }
+
+  #trace(note: Note): void {
+    this.#notes.push(note);
+    if (note.itemSeq === undefined) return;
+    const fate = note.fate;
+    if (fate.what === "queued" || fate.what === "unparked" || fate.what === "over-budget") this.#waitingIn.set(note.itemSeq, fate.session);
+    else if (fate.what === "followed") this.#waitingIn.set(note.itemSeq, fate.to);
+    else if (fate.what !== "busy" && fate.what !== "headless" && fate.what !== "skipped-for-poll") this.#waitingIn.delete(note.itemSeq);
+  }
+
+  /** R31 "owned by another session": a drain of a session outside the waiting item's lineage. */
+  #noteForeignDrain(event: Stored<EventOf<"drain">>): void {
+    const state = this.#projection.state;
+    const drainer = lineageTip(state, event.session);
+    if (drainer === undefined || !isLive(drainer)) return;
+    for (const [itemSeq, owner] of this.#waitingIn) {
+      const tip = lineageTip(state, owner);
+      if (tip === drainer || !tip?.queue.some((item) => item.seq === itemSeq)) continue;
+      const foreign = this.#foreign.get(itemSeq) ?? { drains: [], count: 0 };
+      if (foreign.drains.length < 5) foreign.drains.push({ seq: event.seq, session: event.session, owner });
+      foreign.count++;
+      this.#foreign.set(itemSeq, foreign);
+    }
   }
 
   /** Folds one event (in seq order). */
   push(event: Stored): void {
     const id = this.#id;
     if (mentions(event, id)) this.#mentioned.push(event);
-    if (event.type === "drain") this.#drains.set(event.session, event.seq);
+    if (event.type === "drain") {
+      this.#drains.set(event.session, event.seq);
+      if (this.#waitingIn.size > 0) this.#noteForeignDrain(event);
+    }
     for (const output of this.#projection.push(event)) {
       if (output.type === "turn" && output.members.includes(id)) this.#turns.push(output);
     }
@@ -87,7 +141,16 @@ export class Explainer {
       const last = story.fates[story.fates.length - 1];
       const turn = last?.what === "dispatched" ? this.#turns.find((t) => t.seq === last.seq) : undefined;
       const found = story.itemSeq === undefined ? undefined : locate(state, story.itemSeq, this.#drains);
-      return { itemSeq: story.itemSeq, kind: found?.item.kind ?? kindFromEvents(this.#mentioned, story.itemSeq), fates: story.fates, turn, waiting: found?.waiting };
+      const foreign = story.itemSeq === undefined ? undefined : this.#foreign.get(story.itemSeq);
+      return {
+        itemSeq: story.itemSeq,
+        kind: found?.item.kind ?? kindFromEvents(this.#mentioned, story.itemSeq),
+        fates: story.fates,
+        turn,
+        waiting: found?.waiting,
+        foreignDrains: foreign?.drains ?? [],
+        foreignDrainCount: foreign?.count ?? 0,
+      };
     });
     return { id, events: this.#mentioned, items };
   }
@@ -115,7 +178,18 @@ function locate(state: State, seq: number, drains: Map<string, number>): { item:
     const queued = session.queue.find((i) => i.seq === seq);
     if (queued) {
       const drainedSince = (drains.get(session.key) ?? 0) > seq;
-      return { item: queued, waiting: { where: "queue", session: session.key, busy: session.busy, surface: session.surface, drainedSince } };
+      const tokenAt = session.overBudget > 0 ? nextTokenAt(session) : undefined;
+      return {
+        item: queued,
+        waiting: {
+          where: "queue",
+          session: session.key,
+          busy: session.busy,
+          surface: session.surface,
+          drainedSince,
+          overBudget: tokenAt === undefined ? undefined : { nextTokenAt: tokenAt },
+        },
+      };
     }
     for (const entry of session.inbox) {
       const admitted = entry.items.find((i) => i.seq === seq);
@@ -125,6 +199,9 @@ function locate(state: State, seq: number, drains: Map<string, number>): { item:
   const unaddressed = state.unaddressed.find((i) => i.seq === seq);
   if (unaddressed) return { item: unaddressed, waiting: { where: "unaddressed" } };
   const parked = state.parked.find((i) => i.seq === seq);
-  if (parked) return { item: parked, waiting: { where: "parked", owner: parked.owner! } };
+  if (parked) {
+    const since = parked.parkedAt ?? state.now;
+    return { item: parked, waiting: { where: "parked", owner: parked.owner!, since, until: since + state.parking.ttlMs } };
+  }
   return undefined;
 }

@@ -3,8 +3,8 @@
  * One `Projection` owns its state outright, so it steps it in place; `replay`, the RxJS
  * operator and the live runner all drive this one class, which is why they agree.
  */
-import type { Stored, TurnKind } from "../events/schema.js";
-import type { Decisions, Dispatch, Note } from "../reducers/decisions.js";
+import type { Budget, Stored, TurnKind } from "../events/schema.js";
+import type { Decisions, Dispatch, Note, OverBudget } from "../reducers/decisions.js";
 import { step } from "../reducers/reduce.js";
 import { flushGateway, nextGatewayDeadline } from "../reducers/gateway.js";
 import { lineageTip } from "../reducers/ownership.js";
@@ -38,7 +38,11 @@ export interface ReadyItem {
   readonly title: string;
 }
 
-/** A TUI status line: one per item, with the item's own compact title (R17). */
+/**
+ * A TUI status line: one per item, with the item's own compact title (R17). A line with
+ * `member: null` is about no one process: a diagnostic, or (R30) how many items wait over
+ * budget after a drain that ran out of tokens.
+ */
 export interface StatusLine {
   readonly type: "status";
   /** Seq of the drain that sent the item. */
@@ -60,6 +64,11 @@ export interface ProjectionOptions {
   readonly parking?: ParkingLimits;
   /** The messaging gateway's window and caps (R28). */
   readonly gateway?: Partial<GatewayOptions>;
+  /**
+   * The wake budget (R30) of sessions whose `session.opened` sets none. Off when left
+   * out: a session without a budget gets every turn its drains decide.
+   */
+  readonly budget?: Budget;
   /** Receives what became of every item: the raw material of `explain`. */
   readonly trace?: (note: Note) => void;
 }
@@ -72,10 +81,11 @@ export class Projection {
   readonly #decisions: Decisions;
 
   constructor(options: ProjectionOptions = {}) {
-    this.#state = createState(options.parking, { ...defaultGateway, ...options.gateway });
+    this.#state = createState(options.parking, { ...defaultGateway, ...options.gateway }, options.budget);
     this.#renderer = createRenderer(options.templates);
     const dispatch = (d: Dispatch) => this.#render(d);
-    this.#decisions = options.trace ? { dispatch, note: options.trace } : { dispatch };
+    const overBudget = (o: OverBudget) => this.#overBudget(o);
+    this.#decisions = options.trace ? { dispatch, overBudget, note: options.trace } : { dispatch, overBudget };
   }
 
   /** Folds one event; returns the turns and status lines it caused, in order. */
@@ -115,9 +125,24 @@ export class Projection {
       .map((item) => ({ seq: item.seq, member: item.member, kind: turnKindOf[item.kind], title: this.#renderer.title(item) }));
   }
 
+  /**
+   * How many items wait over budget for a session (R30): those its last drain left queued
+   * for want of a token. 0 once a drain took everything. A retired key reads its tip.
+   */
+  overBudget(session: string): number {
+    return lineageTip(this.#state, session)?.overBudget ?? 0;
+  }
+
   /** The state, for inspection (read it, do not change it). */
   get state(): State {
     return this.#state;
+  }
+
+  /** A TUI drain that ran out of tokens shows how many items wait, after its turns' own lines. */
+  #overBudget(o: OverBudget): void {
+    if (o.consumer.startsWith("cli-")) return;
+    const items = o.waiting === 1 ? "1 notification waits" : `${o.waiting} notifications wait`;
+    this.#outputs.push({ type: "status", seq: o.seq, item: o.firstItem, session: o.session, member: null, status: `${items} over budget` });
   }
 
   #render(d: Dispatch): void {

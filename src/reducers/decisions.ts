@@ -21,16 +21,18 @@ export interface Dispatch {
 export type Fate =
   | { readonly what: "queued"; readonly session: string }
   | { readonly what: "unaddressed" }
-  | { readonly what: "parked"; readonly owner: string }
+  /** Parked at event time `since`; dropped if its owner is not back after `until` (the parking time in force). */
+  | { readonly what: "parked"; readonly owner: string; readonly since: number; readonly until: number }
   | { readonly what: "unparked"; readonly session: string }
-  | { readonly what: "expired"; readonly owner: string }
-  | { readonly what: "evicted"; readonly owner: string }
+  | { readonly what: "expired"; readonly owner: string; readonly since: number; readonly ttlMs: number }
+  | { readonly what: "evicted"; readonly owner: string; readonly since: number; readonly ttlMs: number }
   | { readonly what: "dropped"; readonly owner: string }
   | { readonly what: "followed"; readonly from: string; readonly to: string }
   | { readonly what: "admitted"; readonly session: string; readonly consumer: string }
   | { readonly what: "consumed"; readonly act: string; readonly at: number }
   | { readonly what: "skipped-for-poll"; readonly session: string; readonly pollSeq: number }
   | { readonly what: "busy"; readonly session: string }
+  | { readonly what: "over-budget"; readonly session: string; readonly nextTokenAt: number }
   | { readonly what: "headless"; readonly session: string; readonly surface: string }
   | { readonly what: "duplicate"; readonly delegation: string }
   | { readonly what: "settled-elsewhere"; readonly delegation: string; readonly how: string }
@@ -47,9 +49,25 @@ export interface Note {
   readonly fate: Fate;
 }
 
+/** A drain that ran out of tokens (R30): how many items it left queued. */
+export interface OverBudget {
+  /** Seq of the drain. */
+  readonly seq: number;
+  readonly session: string;
+  readonly consumer: string;
+  /** Items left queued for want of a token. */
+  readonly waiting: number;
+  /** Seq of the first of them. */
+  readonly firstItem: number;
+  /** Event time at which the next token is earned. */
+  readonly nextTokenAt: number;
+}
+
 /** Where a step puts what it decides. */
 export interface Decisions {
   dispatch(dispatch: Dispatch): void;
+  /** Told when a drain leaves items queued for want of a token (R30). */
+  readonly overBudget?: (overBudget: OverBudget) => void;
   /** Present only when someone traces; reducers check before building a note. */
   readonly note?: (note: Note) => void;
 }

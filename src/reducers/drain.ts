@@ -7,7 +7,8 @@
  */
 import type { EventOf, Stored, TurnKind } from "../events/schema.js";
 import type { Decisions, Fate } from "./decisions.js";
-import { release } from "./items.js";
+import { nextTokenAt, takeToken } from "./budget.js";
+import { insertInOrder, release } from "./items.js";
 import { isLive } from "./ownership.js";
 import { turnKindOf, type InboxEntry, type Item, type Session, type State } from "./state.js";
 
@@ -49,14 +50,39 @@ export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions)
   }
   if (session.queue.length === 0 && state.unaddressed.length === 0) return;
   const snapshot = takeSnapshot(state, session, e, out);
-  for (const batch of group(snapshot)) {
+  const batches = group(snapshot);
+  for (let b = 0; b < batches.length; b++) {
+    const batch = batches[b]!;
     if (isCliConsumer(e.consumer)) {
       session.inbox.push({ consumer: e.consumer, kind: turnKindOf[batch[0]!.kind], items: batch });
       noteAll(batch, e.seq, { what: "admitted", session: session.key, consumer: e.consumer }, out);
     } else {
+      // R30: each turn takes a token; a CLI turn takes its own at input.taken.
+      if (!takeToken(session, state.now)) {
+        holdOverBudget(state, session, batches.slice(b), e, out);
+        return;
+      }
       send(state, session, e.seq, e.consumer, turnKindOf[batch[0]!.kind], batch, true, out);
     }
   }
+  session.overBudget = 0;
+}
+
+/** R30: what a drain could not send for want of a token goes back where it was, in order, and is counted. */
+function holdOverBudget(state: State, session: Session, batches: readonly Item[][], e: Stored<EventOf<"drain">>, out: Decisions): void {
+  for (const batch of batches) {
+    for (const item of batch) insertInOrder(item.owner === undefined ? state.unaddressed : session.queue, item);
+  }
+  countOverBudget(session, batches.flat(), e.seq, e.consumer, out);
+}
+
+function countOverBudget(session: Session, items: readonly Item[], seq: number, consumer: string, out: Decisions): void {
+  const tokenAt = nextTokenAt(session)!;
+  for (const item of items) {
+    out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what: "over-budget", session: session.key, nextTokenAt: tokenAt } });
+  }
+  session.overBudget = items.length;
+  out.overBudget?.({ seq, session: session.key, consumer, waiting: items.length, firstItem: items[0]!.seq, nextTokenAt: tokenAt });
 }
 
 /** R1: every ready, owned, not yet admitted item, in log order. */
@@ -126,8 +152,17 @@ export function inputTaken(state: State, e: Stored<EventOf<"input.taken">>, out:
       live.push(item);
     }
   }
-  // R9: an entry with no live member sends nothing, but it was still taken.
-  if (live.length > 0) send(state, session, e.seq, entry.consumer, entry.kind, live, false, out);
+  // R9: an entry with no live member sends nothing, but it was still taken (and, R30,
+  // costs no token).
+  if (live.length === 0) return;
+  if (!takeToken(session, state.now)) {
+    // R30: no token, no turn: the entry stays first in the inbox for a later input.
+    session.inbox.unshift({ ...entry, items: live });
+    countOverBudget(session, live, e.seq, entry.consumer, out);
+    return;
+  }
+  session.overBudget = 0;
+  send(state, session, e.seq, entry.consumer, entry.kind, live, false, out);
 }
 
 function send(

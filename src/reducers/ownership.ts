@@ -47,7 +47,7 @@ function park(state: State, item: Item, seq: number, out: Decisions): void {
   const owner = item.owner!;
   item.parkedAt = state.now;
   state.parked.push(item);
-  out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what: "parked", owner } });
+  out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what: "parked", owner, since: state.now, until: state.now + state.parking.ttlMs } });
   const sameOwner = state.parked.filter((p) => p.owner === owner);
   if (sameOwner.length > state.parking.perOwner) evict(state, sameOwner[0]!, seq, "evicted", out);
   if (state.parked.length > state.parking.total) evict(state, state.parked[0]!, seq, "evicted", out);
@@ -55,7 +55,7 @@ function park(state: State, item: Item, seq: number, out: Decisions): void {
 
 function evict(state: State, item: Item, seq: number, what: "evicted" | "expired", out: Decisions): void {
   state.parked.splice(state.parked.indexOf(item), 1);
-  out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what, owner: item.owner! } });
+  out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what, owner: item.owner!, since: item.parkedAt!, ttlMs: state.parking.ttlMs } });
   release(state, item);
 }
 

@@ -16,6 +16,11 @@ function newSession(key: string, from?: Session): Session {
     busy: false,
     queue: [],
     inbox: [],
+    // A successor continues the conversation: same budget, same bucket.
+    budget: from?.budget,
+    tokens: from?.tokens ?? 0,
+    refilledAt: from?.refilledAt ?? 0,
+    overBudget: 0,
   };
 }
 
@@ -25,6 +30,13 @@ export function sessionOpened(state: State, e: Stored<EventOf<"session.opened">>
   session.route = e.route;
   session.open = true;
   session.closed = undefined;
+  const budget = e.budget ?? state.defaultBudget;
+  if (budget?.capacity !== session.budget?.capacity || budget?.refillMs !== session.budget?.refillMs) {
+    // R30: a new budget starts full; a session resumed with the same budget keeps its bucket.
+    session.budget = budget;
+    session.tokens = budget?.capacity ?? 0;
+    session.refilledAt = state.now;
+  }
   state.sessions.set(e.session, session);
   for (const key of e.keys ?? []) {
     // First claim wins: a key already answering for a session is never re-pointed.

@@ -4,7 +4,7 @@
  * unaddressed queue or the parking lot), and refers to processes and sessions by id,
  * never by reference: that keeps the state a tree, as immer requires.
  */
-import type { DrainConsumer, Route, Stored, Surface, TurnKind } from "../events/schema.js";
+import type { Budget, DrainConsumer, Route, Stored, Surface, TurnKind } from "../events/schema.js";
 
 export type ItemKind = "completion" | "watch" | "heartbeat" | "delegation" | "diagnostic";
 
@@ -61,6 +61,14 @@ export interface Session {
   queue: Item[];
   /** CLI inbox: admitted batches waiting for `input.taken`. */
   inbox: InboxEntry[];
+  /** The wake budget in force (R30), if any: from `session.opened`, or the projection's default. */
+  budget: Budget | undefined;
+  /** Turns the bucket holds now (up to `budget.capacity`). */
+  tokens: number;
+  /** Event time from which the next token accrues. */
+  refilledAt: number;
+  /** Items the last drain left queued for want of a token (0 once a drain took everything). */
+  overBudget: number;
 }
 
 export interface Proc {
@@ -152,6 +160,8 @@ export interface State {
   /** Open gateway windows, by route and kind. */
   readonly gatewayWindows: Map<string, GatewayWindow>;
   readonly gateway: GatewayOptions;
+  /** The wake budget of sessions whose `session.opened` sets none (R30); undefined: no limit. */
+  readonly defaultBudget: Budget | undefined;
   /** Event time of the latest event, for parking expiry. */
   now: number;
 }
@@ -165,7 +175,7 @@ export interface State {
 export const rememberedOwners = 8_192;
 
 /** A fresh projection state, with the parking and gateway limits in force. */
-export function createState(parking: ParkingLimits = defaultParking, gateway: GatewayOptions = defaultGateway): State {
+export function createState(parking: ParkingLimits = defaultParking, gateway: GatewayOptions = defaultGateway, budget?: Budget): State {
   return {
     sessions: new Map(),
     aliases: new Map(),
@@ -180,6 +190,7 @@ export function createState(parking: ParkingLimits = defaultParking, gateway: Ga
     parking,
     gatewayWindows: new Map(),
     gateway,
+    defaultBudget: budget,
     now: 0,
   };
 }

@@ -12,6 +12,13 @@ function eventLine(e: Stored): string {
   return `  seq ${seq}  ${type}${detail ? `  ${detail}` : ""}`;
 }
 
+/** An event time as a person reads it: a date for wall-clock times, milliseconds for small synthetic ones. */
+export function timeText(ms: number): string {
+  return ms >= 1e11 ? new Date(ms).toISOString() : `t=${ms} ms`;
+}
+
+const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+
 export function fateLine(f: Fate & { seq: number }): string {
   const at = `seq ${f.seq}`;
   switch (f.what) {
@@ -20,13 +27,13 @@ export function fateLine(f: Fate & { seq: number }): string {
     case "unaddressed":
       return `${at}: ready, unaddressed: the first session to drain may take it`;
     case "parked":
-      return `${at}: parked: its owner ${f.owner} is not live (waits up to 600 s for it to resume)`;
+      return `${at}: parked since ${timeText(f.since)}: its owner ${f.owner} is not live; it waits until ${timeText(f.until)} (${seconds(f.until - f.since)}) for it to resume`;
     case "unparked":
       return `${at}: its owner is back; queued for session ${f.session}`;
     case "expired":
-      return `${at}: dropped from parking: its owner ${f.owner} did not come back in time`;
+      return `${at}: expired from parking: parked since ${timeText(f.since)}, its owner ${f.owner} did not come back within ${seconds(f.ttlMs)}`;
     case "evicted":
-      return `${at}: dropped from parking: too many items were parked (owner ${f.owner})`;
+      return `${at}: evicted from parking (parked since ${timeText(f.since)}): too many items were parked (owner ${f.owner})`;
     case "dropped":
       return `${at}: dropped: its owner ${f.owner} was closed by the user`;
     case "followed":
@@ -39,6 +46,8 @@ export function fateLine(f: Fate & { seq: number }): string {
       return `${at}: skipped by the CLI drain of ${f.session}: the agent already saw its exit through a poll at seq ${f.pollSeq}`;
     case "busy":
       return `${at}: not admitted: session ${f.session} was busy (a turn was running)`;
+    case "over-budget":
+      return `${at}: over budget: session ${f.session} had no wake token left; it stays queued, and the next token comes at ${timeText(f.nextTokenAt)}`;
     case "headless":
       return `${at}: held: session ${f.session} is a headless ${f.surface} surface and never dispatches on its own`;
     case "duplicate":
@@ -57,19 +66,28 @@ function waitingLine(w: Waiting): string {
     case "queue":
       if (w.surface === "api" || w.surface === "acp" || w.surface === "oneshot") return `waiting: held for headless session ${w.session}, read on request`;
       if (w.busy) return `waiting: session ${w.session} is busy; the next drain after its turn takes it`;
+      if (w.overBudget) return `waiting over budget in the queue of ${w.session}: the next drain at or after ${timeText(w.overBudget.nextTokenAt)} takes it`;
       return w.drainedSince ? `waiting in the queue of ${w.session}` : `waiting: session ${w.session} has not drained since it became ready`;
     case "inbox":
       return `waiting in the CLI inbox of ${w.session} (admitted by ${w.consumer}) for the next input.taken`;
     case "unaddressed":
       return "waiting: unaddressed, for the first session that drains";
     case "parked":
-      return `waiting: parked for its owner ${w.owner}`;
+      return `waiting: parked for its owner ${w.owner} since ${timeText(w.since)}, until ${timeText(w.until)}`;
   }
 }
 
 function storyLines(story: ItemStory): string[] {
   const head = story.itemSeq === undefined ? "no item:" : `${story.kind ?? "item"} made at seq ${story.itemSeq}:`;
-  const lines = [head, ...story.fates.map((f) => `  ${fateLine(f)}`)];
+  const steps = [
+    ...story.fates.map((f) => ({ seq: f.seq, text: fateLine(f) })),
+    ...story.foreignDrains.map((d) => ({
+      seq: d.seq,
+      text: `seq ${d.seq}: not taken by the drain of ${d.session}: it belongs to session ${d.owner} (and its compression successors) only`,
+    })),
+  ].sort((a, b) => a.seq - b.seq);
+  const lines = [head, ...steps.map((step) => `  ${step.text}`)];
+  if (story.foreignDrainCount > story.foreignDrains.length) lines.push(`  …and ${story.foreignDrainCount - story.foreignDrains.length} more drains of other sessions`);
   if (story.waiting) lines.push(`  ${waitingLine(story.waiting)}`);
   return lines;
 }
