@@ -173,7 +173,8 @@ function kindFromEvents(events: readonly Stored[], seq: number | undefined): str
   return "diagnostic";
 }
 
-function locate(state: State, seq: number, drains: Map<string, number>): { item: Item; waiting: Waiting } | undefined {
+/** Where an item still in the state waits at the end of a history, if anywhere (for explain and the report). */
+export function locate(state: State, seq: number, drains: ReadonlyMap<string, number>): { item: Item; waiting: Waiting } | undefined {
   for (const session of state.sessions.values()) {
     const queued = session.queue.find((i) => i.seq === seq);
     if (queued) {

@@ -61,7 +61,8 @@ export function fateLine(f: Fate & { seq: number }): string {
   }
 }
 
-function waitingLine(w: Waiting): string {
+/** Why an item still waits, as one line of text. */
+export function waitingLine(w: Waiting): string {
   switch (w.where) {
     case "queue":
       if (w.surface === "api" || w.surface === "acp" || w.surface === "oneshot") return `waiting: held for headless session ${w.session}, read on request`;

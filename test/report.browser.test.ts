@@ -1,0 +1,135 @@
+/**
+ * R32 in a real browser: Debian's Chromium (`/usr/bin/chromium`, installed by `.ci/run`
+ * when missing) driven by playwright-core opens the report of `examples/mixed.jsonl`, and
+ * what the page shows is compared with `replay --json` and `explain`. Kept in its own file
+ * so every other test runs without a browser. Without Chromium this file is skipped with
+ * the reason, except under `CI=true`, where that fails the run.
+ */
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cli } from "./support/cli.js";
+import { tempDir } from "./support/tmp.js";
+
+const executablePath = "/usr/bin/chromium";
+const available = existsSync(executablePath);
+if (!available && process.env.CI === "true") throw new Error(`${executablePath} is missing: .ci/run installs Debian's chromium package`);
+
+const dir = tempDir("turnfold-report-");
+const example = join(import.meta.dirname, "..", "examples", "mixed.jsonl");
+const reportPath = join(dir, "mixed.html");
+
+/** The little of the DOM these tests read (the test code itself compiles without the DOM library). */
+interface DomNode {
+  getAttribute(name: string): string | null;
+  querySelector(selector: string): DomNode | null;
+  readonly textContent: string | null;
+}
+
+interface ReplayedTurn {
+  seq: number;
+  session: string;
+  kind: string;
+  members: string[];
+  text: string;
+}
+
+describe.skipIf(!available)(`the report in Chromium (${available ? executablePath : "skipped: no /usr/bin/chromium"})`, () => {
+  let browser: Browser;
+  let page: Page;
+  const requests: string[] = [];
+  const errors: string[] = [];
+  let turns: ReplayedTurn[] = [];
+
+  beforeAll(async () => {
+    const made = cli(["report", example, "-o", reportPath]);
+    expect(made.stderr).toContain("3 lanes, 6 turns, 2 items without a turn");
+    expect(made.code).toBe(0);
+    turns = cli(["replay", example, "--json"]).stdout.trim().split("\n").map((line) => JSON.parse(line) as ReplayedTurn);
+    browser = await chromium.launch({ executablePath, args: ["--no-sandbox"] });
+    page = await browser.newPage({ viewport: { width: 1440, height: 820 } });
+    page.on("request", (request) => requests.push(request.url()));
+    page.on("pageerror", (error) => errors.push(String(error)));
+    page.on("console", (message) => message.type() === "error" && errors.push(message.text()));
+    await page.goto(`file://${reportPath}`);
+    await page.waitForSelector("body[data-ready=true]");
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it("is one self-contained file: the page asks for nothing but itself, and runs without an error", () => {
+    expect(requests).toEqual([`file://${reportPath}`]);
+    expect(errors).toEqual([]);
+    expect(readFileSync(reportPath, "utf8")).not.toMatch(/<(script|link|img)[^>]+(src|href)=/);
+  });
+
+  it("shows one lane per session, a successor right after the key it continues", async () => {
+    const lanes = await page.locator(".lane-label").evaluateAll((labels: DomNode[]) => labels.map((l) => l.getAttribute("data-key")));
+    const events = readFileSync(example, "utf8").trim().split("\n").map((line) => JSON.parse(line) as { type: string; session?: string; successor?: string });
+    const sessions = new Set(events.flatMap((e) => (e.type === "session.opened" ? [e.session!] : e.type === "session.compressed" ? [e.session!, e.successor!] : [])));
+    expect(new Set(lanes)).toEqual(sessions);
+    expect(lanes).toEqual(["s1", "s1b", "s2"]);
+    await expect(page.locator('.lane-label[data-key="s1b"]').textContent()).resolves.toContain("continues s1");
+  });
+
+  it("draws every turn replay derives, on its session's lane", async () => {
+    const blocks = await page.locator(".turn").evaluateAll((els: DomNode[]) =>
+      els.map((e) => ({ seq: Number(e.getAttribute("data-seq")), kind: e.getAttribute("data-kind") ?? undefined, session: e.getAttribute("data-session") ?? undefined })),
+    );
+    const key = (t: { seq: number; kind: string | undefined; session: string | undefined }) => `${t.seq}:${t.kind}:${t.session}`;
+    expect(blocks.map(key).sort()).toEqual(turns.map(key).sort());
+    await expect(page.locator("#summary").getAttribute("data-turns")).resolves.toBe(String(turns.length));
+  });
+
+  it("lists every item that made no turn with the reason explain gives", async () => {
+    const rows = await page.locator(".suppressed-row").evaluateAll((els: DomNode[]) =>
+      els.map((row) => ({
+        member: row.getAttribute("data-member")!,
+        itemSeq: Number(row.getAttribute("data-item-seq")),
+        what: row.getAttribute("data-what"),
+        why: row.getAttribute("data-why"),
+        reason: row.querySelector(".reason")!.textContent!,
+      })),
+    );
+    expect(rows.map((r) => r.member)).toEqual(["foreign1", "foreign2"]);
+    const sent = new Set(turns.flatMap((t) => t.members));
+    for (const row of rows) {
+      expect(sent.has(row.member)).toBe(false);
+      const explained = JSON.parse(cli(["explain", example, row.member, "--json"]).stdout) as { items: { itemSeq: number; fates: { what: string }[]; foreignDrainCount: number }[] };
+      const story = explained.items.find((i) => i.itemSeq === row.itemSeq)!;
+      expect(row.what).toBe(story.fates.at(-1)!.what);
+      expect(row.why).toBe("foreign");
+      expect(story.foreignDrainCount).toBeGreaterThan(0);
+      // The page's reason ends with the line explain prints for where the item waits.
+      const text = cli(["explain", example, row.member]).stdout;
+      expect(text).toContain(row.reason.split("; ").at(-1)!);
+      expect(text).toContain("it belongs to session s2");
+      expect(row.reason).toContain("it belongs to session s2");
+    }
+  });
+
+  it("shows a turn's full text when it is clicked, and saves a screenshot", async () => {
+    const watch = turns.findIndex((t) => t.kind === "watch");
+    await page.locator(`.turn[data-kind="watch"]`).click();
+    await expect(page.locator("#detail-text").textContent()).resolves.toBe(turns[watch]!.text);
+    await page.locator(".turn").first().click();
+    await expect(page.locator("#detail-text").textContent()).resolves.toBe(turns[0]!.text);
+    const shot = join(dir, "report.png");
+    await page.screenshot({ path: shot });
+    expect(statSync(shot).size).toBeGreaterThan(10_000);
+  });
+
+  it("filters by session and by kind", async () => {
+    await page.selectOption("#filter-session", "s2");
+    await expect(page.locator(".lane-label").evaluateAll((ls: DomNode[]) => ls.map((l) => l.getAttribute("data-key")))).resolves.toEqual(["s2"]);
+    await expect(page.locator(".suppressed-row").count()).resolves.toBe(2);
+    await page.selectOption("#filter-session", "s1");
+    // A session's lineage comes with it.
+    await expect(page.locator(".lane-label").evaluateAll((ls: DomNode[]) => ls.map((l) => l.getAttribute("data-key")))).resolves.toEqual(["s1", "s1b"]);
+    await page.locator('input[name="kind"][value="completions"]').uncheck();
+    await expect(page.locator(".turn").evaluateAll((els: DomNode[]) => els.map((e) => e.getAttribute("data-kind")).sort())).resolves.toEqual(["delegation", "watch"]);
+  });
+});
