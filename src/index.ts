@@ -26,6 +26,7 @@ export {
   type DrainConsumer,
   type TurnKind,
   type Route,
+  Budget,
 } from "./events/schema.js";
 export { validateEvent, formatProblem, isInvalidEventsError, type Problem, type Validated, type InvalidEventsError } from "./events/validate.js";
 export { decodeJsonl, encodeJsonlLine, type Decoded } from "./events/jsonl.js";
@@ -50,6 +51,10 @@ export { explain, Explainer, type Explanation, type ItemStory, type Waiting } fr
 export { toRecord, fromRecord, type DispatchRecord } from "./projections/dispatch-record.js";
 export { createRenderer, defaultRenderer, type Renderer } from "./render/renderer.js";
 export { explanationText } from "./render/explain.js";
+
+// The session timeline report (R32).
+export { ReportBuilder, type ReportData, type ReportOptions, type ReportLane, type ReportTurn, type ReportSuppressed, type SuppressedWhy } from "./report/data.js";
+export { reportHtml } from "./report/html.js";
 
 // The delegation ledger.
 export { defaultLedgerPolicy, type LedgerPolicy, type LedgerRow, type Delivery, type Refusal } from "./reducers/ledger.js";

@@ -142,8 +142,7 @@ const script = String.raw`
   data.turns.forEach(function (t) { seeTime(t.at); });
   if (!isFinite(minAt)) { minAt = 0; maxAt = 1; }
   if (maxAt === minAt) maxAt = minAt + 1;
-  // Room on the right: the turns of the last drain are laid out side by side from its instant.
-  var pad = (maxAt - minAt) * 0.03, padRight = (maxAt - minAt) * 0.3;
+  var pad = (maxAt - minAt) * 0.03, padRight = pad;
   var view = { t0: minAt - pad, t1: maxAt + padRight };
 
   var filter = { session: "", kinds: {}, suppressed: true };
@@ -244,21 +243,30 @@ const script = String.raw`
         else { g.moveTo(px, ROW - 9); g.lineTo(px, ROW - 2); g.stroke(); }
       }
     }
-    // Turns of one drain share an instant: each block goes right of the one before it.
-    var tFrom = lowerBound(l.turns, view.t0, turnAt), tTo = lowerBound(l.turns, view.t1 + 1e-9, turnAt), drawn = 0, right = -Infinity;
-    for (var n = tFrom; n < tTo && drawn < 2000; n++) {
+    // Turns of one drain share an instant: each block goes right of the one before it,
+    // and a run that would leave the track at its right edge is slid back inside it.
+    var tFrom = lowerBound(l.turns, view.t0, turnAt), tTo = lowerBound(l.turns, view.t1 + 1e-9, turnAt), blocks = [], right = -Infinity;
+    for (var n = tFrom; n < tTo && blocks.length < 2000; n++) {
       var turn = data.turns[l.turns[n]];
       if (!filter.kinds[turn.kind]) continue;
       var caption = turn.kind + " ×" + turn.members.length;
-      var block = el("div", "turn", caption);
       var blockWidth = Math.min(160, 12 + caption.length * 6.2), left = Math.max(x(turn.at, width), right + 2);
       right = left + blockWidth;
-      block.style.left = left + "px"; block.style.width = blockWidth + "px"; block.style.background = kindColours[turn.kind];
-      block.dataset.seq = String(turn.seq); block.dataset.index = String(l.turns[n]); block.dataset.kind = turn.kind; block.dataset.session = turn.session;
-      block.title = turn.kind + " turn at seq " + turn.seq + ": " + turn.members.join(", ");
-      if (selected && selected.type === "turn" && selected.index === l.turns[n]) block.classList.add("selected");
-      track.appendChild(block); drawn++;
+      blocks.push({ turn: turn, index: l.turns[n], caption: caption, left: left, width: blockWidth });
     }
+    var limit = width - 2;
+    for (var q = blocks.length - 1; q >= 0 && blocks[q].left + blocks[q].width > limit; q--) {
+      blocks[q].left = Math.max(0, limit - blocks[q].width);
+      limit = blocks[q].left - 2;
+    }
+    blocks.forEach(function (b) {
+      var block = el("div", "turn", b.caption);
+      block.style.left = b.left + "px"; block.style.width = b.width + "px"; block.style.background = kindColours[b.turn.kind];
+      block.dataset.seq = String(b.turn.seq); block.dataset.index = String(b.index); block.dataset.kind = b.turn.kind; block.dataset.session = b.turn.session;
+      block.title = b.turn.kind + " turn at seq " + b.turn.seq + " (" + timeText(b.turn.at) + "): " + b.turn.members.join(", ");
+      if (selected && selected.type === "turn" && selected.index === b.index) block.classList.add("selected");
+      track.appendChild(block);
+    });
     if (filter.suppressed) {
       var sFrom = lowerBound(l.items, view.t0, itemAt), sTo = lowerBound(l.items, view.t1 + 1e-9, itemAt);
       var markRight = -Infinity;
