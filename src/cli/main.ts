@@ -9,6 +9,7 @@ import { importCommand } from "./import.js";
 import { probeCommand } from "./probe.js";
 import { replayCommand } from "./replay.js";
 import { reportCommand } from "./report.js";
+import { runCommands } from "./serve.js";
 import { relayCommand } from "./relay.js";
 import { sinkCommand } from "./sink.js";
 import { tailCommand } from "./tail.js";
@@ -42,6 +43,7 @@ demoCommand(program);
 probeCommand(program);
 sinkCommand(program);
 relayCommand(program);
+runCommands(program);
 
 try {
   await program.parseAsync(process.argv);

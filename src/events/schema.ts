@@ -12,6 +12,7 @@ export const schemaVersion = 1;
 
 const id = z.string().min(1, "must be a non-empty string");
 const count = z.number().int().nonnegative();
+const tokenHash = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (a SHA-256)");
 
 /** Every surface a session may have: interactive (`cli`, `tui`, `desktop`, `dashboard`), `gateway`, and headless (`api`, `acp`, `oneshot`). */
 export const surfaces = ["cli", "tui", "desktop", "dashboard", "gateway", "api", "acp", "oneshot"] as const;
@@ -64,8 +65,15 @@ export const SessionOpened = event("session.opened", {
   keys: z.array(id).optional(),
   route: Route.optional(),
   budget: Budget.optional(),
+  /** SHA-256 (hex) of the API token `turnfold serve` issued for this session; never the token. */
+  tokenHash: tokenHash.optional(),
 });
-export const SessionCompressed = event("session.compressed", { session: id, successor: id });
+export const SessionCompressed = event("session.compressed", {
+  session: id,
+  successor: id,
+  /** SHA-256 (hex) of the token issued for the successor, when `turnfold serve` compressed it. */
+  successorTokenHash: tokenHash.optional(),
+});
 export const SessionClosed = event("session.closed", {
   session: id,
   reason: z.enum(["user", "idle", "timeout"]),

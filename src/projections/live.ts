@@ -21,6 +21,8 @@ export interface LiveOptions extends ProjectionOptions {
   readonly pollMs?: number;
   /** Page size while catching up. Default 1000. */
   readonly pageSize?: number;
+  /** Told the seq of the last event folded, after each page (for a lag figure). */
+  readonly progress?: (seq: number) => void;
 }
 
 /**
@@ -122,6 +124,7 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
     for (const event of page) fold(event);
     if (page.length > 0) {
       next = page[page.length - 1]!.seq + 1;
+      options.progress?.(next - 1);
       continue;
     }
     // Gateway windows close on time even when no later event comes (R28).

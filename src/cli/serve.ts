@@ -1,0 +1,134 @@
+import { readFileSync } from "node:fs";
+import type { Command } from "commander";
+import { redactUrl } from "../events/urls.js";
+import { openLog } from "../open.js";
+import { startPipeline, type PipelineEvent } from "../service/pipeline.js";
+import { createService } from "../service/server.js";
+import { InputError, runCommand } from "./io.js";
+import { dbOption, positiveInt } from "./options.js";
+
+interface RunOptions {
+  db: string;
+  url?: string;
+  json?: boolean;
+}
+
+interface ServeOptions extends RunOptions {
+  host: string;
+  port: number;
+  producerTokenFile?: string;
+  bodyLimit: number;
+  requestTimeoutMs: number;
+}
+
+/** Writes what the pipeline and the server do on stderr: a short line, or one JSON object with `--json`. */
+function reporter(json: boolean) {
+  return (fields: Record<string, unknown>) => {
+    if (json) {
+      process.stderr.write(JSON.stringify({ at: new Date().toISOString(), ...fields }) + "\n");
+      return;
+    }
+    const { event, ...rest } = fields;
+    const text = Object.entries(rest)
+      .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)
+      .join(" ");
+    process.stderr.write(`turnfold: ${String(event)} ${text}\n`);
+  };
+}
+
+/** Stops on the first SIGINT or SIGTERM. */
+function onStop(stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = () => {
+    if (stopping) return;
+    stopping = true;
+    void stop();
+  };
+  process.once("SIGINT", handler);
+  process.once("SIGTERM", handler);
+}
+
+export function runCommands(program: Command): void {
+  program
+    .command("run")
+    .description("decide and record turns live, and deliver them to an HTTP sink, until SIGINT or SIGTERM")
+    .addOption(dbOption())
+    .option("--url <url>", "deliver each recorded turn to this HTTP sink")
+    .option("--json", "log lines as JSON objects")
+    .action((options: RunOptions) =>
+      runCommand(async () => {
+        const log = await openLog(options.db, { create: true });
+        const say = reporter(options.json ?? false);
+        const pipeline = startPipeline({ log, ...(options.url ? { sinkUrl: options.url } : {}), report: (e: PipelineEvent) => say({ ...e }) });
+        say({ event: "running", db: redactUrl(options.db), sink: options.url ?? "(none: record only)" });
+        onStop(() => pipeline.stop());
+        await pipeline.done;
+        await log.close();
+        say({ event: "stopped", folded: pipeline.folded() });
+        return 0;
+      }),
+    );
+
+  program
+    .command("serve")
+    .description("run, plus an HTTP API: producers post events and open sessions, sessions act and stream their turns")
+    .addOption(dbOption())
+    .option("--host <host>", "address to listen on", "127.0.0.1")
+    .option("--port <port>", "port to listen on (0: any free port)", (v) => (v === "0" ? 0 : positiveInt(v)), 8700)
+    .option("--url <url>", "also deliver each recorded turn to this HTTP sink")
+    .option("--producer-token-file <file>", "file holding the producers' token (default: the TURNFOLD_PRODUCER_TOKEN environment variable)")
+    .option("--body-limit <bytes>", "largest request body", positiveInt, 1 << 20)
+    .option("--request-timeout-ms <ms>", "time to receive a whole request", positiveInt, 10_000)
+    .option("--json", "log lines as JSON objects")
+    .action((options: ServeOptions) =>
+      runCommand(async () => {
+        const producerToken = producerTokenOf(options.producerTokenFile);
+        const log = await openLog(options.db, { create: true });
+        const say = reporter(options.json ?? false);
+        const service = await createService({
+          log,
+          producerToken,
+          bodyLimit: options.bodyLimit,
+          requestTimeoutMs: options.requestTimeoutMs,
+          logLine: (line) => say({ event: "request", ...line }),
+        });
+        const pipeline = startPipeline({
+          log,
+          ...(options.url ? { sinkUrl: options.url } : {}),
+          report: (e: PipelineEvent) => {
+            if (e.event === "turn") service.metrics.turnsDecided++;
+            else if (e.event === "delivered") service.metrics.turnsDelivered++;
+            else if (e.event === "lag") service.metrics.runnerLag = e.behind;
+            say({ ...e });
+          },
+        });
+        const address = await service.listen(options.host, options.port);
+        say({ event: "listening", address, db: redactUrl(options.db) });
+        onStop(async () => {
+          await service.close();
+          await pipeline.stop();
+        });
+        await pipeline.done;
+        await log.close();
+        say({ event: "stopped", folded: pipeline.folded() });
+        return 0;
+      }),
+    );
+}
+
+/** The producer token: from a file, or the environment; never from the command line. */
+function producerTokenOf(file: string | undefined): string {
+  let token: string | undefined;
+  if (file !== undefined) {
+    try {
+      token = readFileSync(file, "utf8").trim();
+    } catch (error) {
+      throw new InputError(`--producer-token-file ${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? "error"})`);
+    }
+  } else {
+    token = process.env["TURNFOLD_PRODUCER_TOKEN"]?.trim();
+  }
+  if (!token) throw new InputError("no producer token: set TURNFOLD_PRODUCER_TOKEN or pass --producer-token-file FILE");
+  if (token.length < 16) throw new InputError("the producer token is too short: use at least 16 characters (say, 32 random bytes in base64)");
+  return token;
+}

@@ -1,0 +1,97 @@
+/**
+ * `turnfold run`: the live runner (decides and records turns) and, given a sink, the
+ * relay (delivers the records), in one long-running piece. Several on one log are safe:
+ * a turn is recorded by a conditional append, so only one runner's record of it lands,
+ * and a sink receives each record with its idempotency key.
+ */
+import type { Subscription } from "rxjs";
+import type { Budget } from "../events/schema.js";
+import type { EventStore } from "../events/store.js";
+import { liveTurns } from "../projections/live.js";
+import { httpSink } from "../sinks/http.js";
+import { relay } from "../sinks/relay.js";
+import type { DispatchedTurn, TurnSink } from "../sinks/sink.js";
+
+/** One thing the pipeline did, for its log lines. */
+export type PipelineEvent =
+  | { readonly event: "turn"; readonly seq: number; readonly session: string; readonly kind: string; readonly members: number }
+  | { readonly event: "delivered"; readonly record: number; readonly session: string }
+  | { readonly event: "retry"; readonly record: number; readonly session: string; readonly reason: string }
+  | { readonly event: "lag"; readonly folded: number; readonly last: number; readonly behind: number };
+
+/** What the pipeline runs on and reports to. */
+export interface PipelineOptions {
+  readonly log: EventStore;
+  /** Deliver recorded turns to this HTTP sink; none: decide and record only. */
+  readonly sinkUrl?: string;
+  readonly budget?: Budget;
+  readonly report: (event: PipelineEvent) => void;
+  /** How often to report the lag behind the log, in ms. Default 5000. */
+  readonly lagEveryMs?: number;
+}
+
+/** A running pipeline: `stop()` finishes the delivery in flight, records nothing half-done, and resolves. */
+export interface Pipeline {
+  /** Seq of the last event the live runner folded. */
+  readonly folded: () => number;
+  stop(): Promise<void>;
+  /** Resolves when the pipeline stopped (by `stop()`, or by an error it could not survive). */
+  readonly done: Promise<void>;
+}
+
+/** Starts the live runner and, with a sink, the relay. */
+export function startPipeline(options: PipelineOptions): Pipeline {
+  const { log, report } = options;
+  let folded = 0;
+  const controller = new AbortController();
+  let settle: { resolve: () => void; reject: (error: unknown) => void } = { resolve: () => undefined, reject: () => undefined };
+  const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+  const subscription: Subscription = liveTurns(log, { progress: (seq) => (folded = seq), ...(options.budget ? { budget: options.budget } : {}) }).subscribe({
+    next: (output) => {
+      if (output.type === "turn") report({ event: "turn", seq: output.seq, session: output.session, kind: output.kind, members: output.members.length });
+    },
+    error: (error: unknown) => void stop().then(() => settle.reject(error)),
+  });
+  const lag = setInterval(() => {
+    void log.lastSeq().then(
+      (last) => report({ event: "lag", folded, last, behind: Math.max(0, last - folded) }),
+      () => undefined,
+    );
+  }, options.lagEveryMs ?? 5000);
+  lag.unref();
+  const relaying = options.sinkUrl
+    ? relay(log, reporting(httpSink({ url: options.sinkUrl }), report), {
+        signal: controller.signal,
+        onError: (turn, error) => report({ event: "retry", record: turn.recordSeq, session: turn.session, reason: String((error as Error).message ?? error) }),
+      }).then(
+        () => undefined,
+        (error: unknown) => {
+          settle.reject(error);
+          void stop();
+        },
+      )
+    : Promise.resolve();
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      clearInterval(lag);
+      subscription.unsubscribe();
+      controller.abort();
+      await relaying;
+      settle.resolve();
+    })();
+    return stopping;
+  };
+  return { folded: () => folded, stop, done };
+}
+
+/** A sink that reports each accepted delivery. */
+function reporting(sink: TurnSink, report: (event: PipelineEvent) => void): TurnSink {
+  return {
+    name: sink.name,
+    deliver: async (turn: DispatchedTurn) => {
+      await sink.deliver(turn);
+      report({ event: "delivered", record: turn.recordSeq, session: turn.session });
+    },
+  };
+}

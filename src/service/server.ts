@@ -1,0 +1,349 @@
+/**
+ * `turnfold serve`: the pipeline plus an HTTP API, on fastify. Producers append events
+ * and open sessions with the producer token; a session's client acts on its own session
+ * (and the sessions that continue it) with its session token, and reads its turns as
+ * Server-Sent Events, resumable with `Last-Event-ID`. A session that is not yours and a
+ * session that does not exist get the same answer. Tokens never reach a log line.
+ */
+import type { ServerResponse } from "node:http";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import type { Subscription } from "rxjs";
+import { z } from "zod";
+import type { EventStore } from "../events/store.js";
+import { Budget, DrainConsumer, Route, Surface, type Stored, type TurnfoldEvent } from "../events/schema.js";
+import { formatProblem, validateEvent, type Problem } from "../events/validate.js";
+import { fromRecord } from "../projections/dispatch-record.js";
+import { Explainer } from "../projections/explain.js";
+import { explanationText } from "../render/explain.js";
+import { SessionDirectory, bearer, newToken, sameSecret, tokenHash } from "./auth.js";
+
+/** Limits and collaborators of the service. */
+export interface ServiceOptions {
+  readonly log: EventStore;
+  /** The producers' shared token. */
+  readonly producerToken: string;
+  /** Largest request body, in bytes. Default 1 MiB. */
+  readonly bodyLimit?: number;
+  /** Time to receive a whole request (headers and body), in ms. Default 10,000. */
+  readonly requestTimeoutMs?: number;
+  /** Time to receive the headers, in ms. Default 5,000. */
+  readonly headersTimeoutMs?: number;
+  /** Open turn streams at most; more get 503. Default 10,000. */
+  readonly maxStreams?: number;
+  /** Gap between keep-alive comments on an idle stream, in ms. Default 15,000. */
+  readonly keepAliveMs?: number;
+  /** One line per request (method, route, status, time): never a header or a body. */
+  readonly logLine?: (line: { readonly method: string; readonly route: string; readonly status: number; readonly ms: number }) => void;
+}
+
+/** Counters for `/metrics`; the pipeline adds its own through `count`. */
+export interface ServiceMetrics {
+  eventsAppended: number;
+  turnsDecided: number;
+  turnsDelivered: number;
+  runnerLag: number;
+  openStreams: number;
+}
+
+/** A service built on a log, ready to listen. */
+export interface Service {
+  readonly app: FastifyInstance;
+  readonly metrics: ServiceMetrics;
+  /** Starts listening; resolves to the address (`http://host:port`). */
+  listen(host: string, port: number): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** One open turn stream. */
+interface Stream {
+  readonly key: string;
+  readonly raw: ServerResponse;
+  /** Seq of the last record sent (or the `Last-Event-ID` it resumed from). */
+  sent: number;
+  /** Live records that came while the stream was catching up. */
+  pending: Stored[] | undefined;
+}
+
+const sessionBody = z.looseObject({ session: z.string().min(1), surface: Surface, keys: z.array(z.string().min(1)).optional(), route: Route.optional(), budget: Budget.optional() });
+const drainBody = z.object({ consumer: DrainConsumer });
+const compressBody = z.object({ successor: z.string().min(1) });
+const closeBody = z.object({ reason: z.enum(["user", "idle", "timeout"]) });
+const emptyBody = z.union([z.object({}), z.null(), z.undefined()]);
+
+/** The same answer for a session that is not yours and one that does not exist. */
+const noSuchSession = { error: "no such session" };
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: Record<string, unknown>,
+  ) {
+    super(String(body["error"]));
+  }
+}
+
+function problemsOf(error: z.ZodError): { field: string; reason: string }[] {
+  return error.issues.map((issue) => ({ field: issue.path.length > 0 ? issue.path.join(".") : "(body)", reason: issue.message }));
+}
+
+function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw new HttpError(400, { error: "the body is not valid", problems: problemsOf(parsed.error) });
+  return parsed.data;
+}
+
+/** The turn of a record in the `replay --json` format. */
+function turnJson(record: Stored): string {
+  const turn = fromRecord(record as Stored<Extract<TurnfoldEvent, { type: "notification.dispatched" }>>);
+  return JSON.stringify({ seq: turn.seq, session: turn.session, consumer: turn.consumer, kind: turn.kind, members: turn.members, text: turn.text });
+}
+
+/** Builds the service: catches up with the log, then follows it. */
+export async function createService(options: ServiceOptions): Promise<Service> {
+  const { log } = options;
+  const directory = new SessionDirectory();
+  const metrics: ServiceMetrics = { eventsAppended: 0, turnsDecided: 0, turnsDelivered: 0, runnerLag: 0, openStreams: 0 };
+  const streams = new Map<string, Set<Stream>>();
+  let applied = 0;
+  const appliedWaiters: { seq: number; resolve: () => void }[] = [];
+
+  const send = (stream: Stream, record: Stored) => {
+    if (record.seq <= stream.sent) return;
+    stream.sent = record.seq;
+    stream.raw.write(`id: ${record.seq}\nevent: turn\ndata: ${turnJson(record)}\n\n`);
+  };
+  const follow = (event: Stored) => {
+    directory.apply(event);
+    if (event.type === "notification.dispatched") {
+      for (const key of directory.ancestorsOf(event.session)) {
+        for (const stream of streams.get(key) ?? []) {
+          if (stream.pending) stream.pending.push(event);
+          else send(stream, event);
+        }
+      }
+    }
+    applied = event.seq;
+    for (let i = appliedWaiters.length - 1; i >= 0; i--) {
+      if (appliedWaiters[i]!.seq <= applied) appliedWaiters.splice(i, 1)[0]!.resolve();
+    }
+  };
+  // Catch up with every grant and lineage already in the log, then follow it.
+  const start = await log.lastSeq();
+  for await (const event of log.read({ from: 1 })) {
+    if (event.seq > start) break;
+    follow(event);
+  }
+  const tail: Subscription = log.tail({ from: start + 1 }).subscribe({ next: follow, error: () => undefined });
+  const appliedUpTo = (seq: number) => (seq <= applied ? Promise.resolve() : new Promise<void>((resolve) => appliedWaiters.push({ seq, resolve })));
+
+  const append = async (events: TurnfoldEvent[]): Promise<readonly number[]> => {
+    const seqs = await log.append(events);
+    metrics.eventsAppended += events.length;
+    // This server's own grants count at once, before its tail sees them.
+    events.forEach((event, i) => directory.apply({ ...event, seq: seqs[i]! } as Stored));
+    return seqs;
+  };
+
+  const app = Fastify({
+    bodyLimit: options.bodyLimit ?? 1 << 20,
+    requestTimeout: options.requestTimeoutMs ?? 10_000,
+    http: { headersTimeout: options.headersTimeoutMs ?? 5_000, maxHeaderSize: 16 * 1024 },
+    routerOptions: { maxParamLength: 256 },
+    return503OnClosing: true,
+    logger: false,
+  });
+
+  app.addContentTypeParser("application/x-ndjson", { parseAs: "string" }, (_request, body, done) => {
+    const lines = String(body).split("\n");
+    const events: unknown[] = [];
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!.trim();
+      if (line === "") continue;
+      try {
+        events.push(JSON.parse(line));
+      } catch (error) {
+        done(new HttpError(400, { error: `line ${i + 1} is not valid JSON (${(error as Error).message})` }), undefined);
+        return;
+      }
+    }
+    done(null, events);
+  });
+
+  app.addHook("onResponse", async (request, reply) => {
+    options.logLine?.({ method: request.method, route: request.routeOptions.url ?? "(no route)", status: reply.statusCode, ms: Math.round(reply.elapsedTime) });
+  });
+
+  app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, _request, reply) => {
+    if (error instanceof HttpError) return reply.code(error.status).send(error.body);
+    const status = error.statusCode ?? 500;
+    if (status === 413) return reply.code(413).send({ error: `the body is larger than ${options.bodyLimit ?? 1 << 20} bytes` });
+    if (status >= 400 && status < 500) return reply.code(status).send({ error: error.message });
+    return reply.code(500).send({ error: "internal error" });
+  });
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: "no such endpoint" }));
+
+  const requireProducer = (request: FastifyRequest) => {
+    const token = bearer(request.headers.authorization);
+    if (token === undefined) throw new HttpError(401, { error: "a producer token is required (Authorization: Bearer …)" });
+    if (!sameSecret(token, options.producerToken)) throw new HttpError(403, { error: "this token may not produce events" });
+  };
+  /** The session token's key, checked: 401 without a well-formed token, 404 for a session it does not reach. */
+  const requireSession = (request: FastifyRequest<{ Params: { key: string } }>): { key: string; token: string } => {
+    const token = bearer(request.headers.authorization);
+    if (token === undefined) throw new HttpError(401, { error: "a session token is required (Authorization: Bearer …)" });
+    const key = request.params.key;
+    if (!directory.allows(token, key)) throw new HttpError(404, noSuchSession);
+    return { key, token };
+  };
+  const unauthorized = (reply: FastifyReply) => reply.header("www-authenticate", 'Bearer realm="turnfold"');
+  app.addHook("onSend", async (_request, reply, payload) => {
+    if (reply.statusCode === 401) unauthorized(reply);
+    return payload;
+  });
+
+  app.post("/v1/events", async (request) => {
+    requireProducer(request);
+    const body = request.body;
+    if (!Array.isArray(body)) throw new HttpError(400, { error: "the body must be a JSON array of events, or NDJSON (one event per line)" });
+    const problems: (Problem & { index: number })[] = [];
+    const events: TurnfoldEvent[] = [];
+    body.forEach((value, index) => {
+      const checked = validateEvent(value, `event ${index}`);
+      if (checked.ok) events.push(checked.event);
+      else problems.push(...checked.problems.map((p) => ({ ...p, index })));
+    });
+    if (problems.length > 0) {
+      throw new HttpError(400, {
+        error: `${problems.length} problem${problems.length === 1 ? "" : "s"}; nothing was appended`,
+        problems: problems.slice(0, 100).map((p) => ({ index: p.index, field: p.field, reason: p.reason, text: formatProblem(p) })),
+      });
+    }
+    if (events.length === 0) throw new HttpError(400, { error: "no events in the body" });
+    return { seqs: await append(events) };
+  });
+
+  app.post("/v1/sessions", async (request, reply) => {
+    requireProducer(request);
+    const body = parseBody(sessionBody, request.body);
+    const token = newToken("session");
+    const { session, surface, keys, route, budget } = body;
+    const opened: TurnfoldEvent = {
+      type: "session.opened",
+      at: Date.now(),
+      session,
+      surface,
+      ...(keys ? { keys } : {}),
+      ...(route ? { route } : {}),
+      ...(budget ? { budget } : {}),
+      tokenHash: tokenHash(token),
+    };
+    const [seq] = await append([opened]);
+    return reply.code(201).send({ session, token, seq });
+  });
+
+  const act = (path: string, build: (key: string, body: unknown) => TurnfoldEvent) =>
+    app.post<{ Params: { key: string } }>(`/v1/sessions/:key/${path}`, async (request) => {
+      const { key } = requireSession(request);
+      const [seq] = await append([build(key, request.body)]);
+      return { seq };
+    });
+  act("drain", (key, body) => ({ type: "drain", at: Date.now(), session: key, consumer: parseBody(drainBody, body).consumer }));
+  act("input-taken", (key, body) => (parseBody(emptyBody, body), { type: "input.taken", at: Date.now(), session: key }));
+  act("turn-started", (key, body) => (parseBody(emptyBody, body), { type: "turn.started", at: Date.now(), session: key }));
+  act("turn-ended", (key, body) => (parseBody(emptyBody, body), { type: "turn.ended", at: Date.now(), session: key }));
+  act("close", (key, body) => ({ type: "session.closed", at: Date.now(), session: key, reason: parseBody(closeBody, body).reason }));
+
+  app.post<{ Params: { key: string } }>("/v1/sessions/:key/compress", async (request, reply) => {
+    const { key } = requireSession(request);
+    const { successor } = parseBody(compressBody, request.body);
+    // A successor must be a new key: taking over an existing session would hand this
+    // token someone else's turns.
+    if (successor === key || directory.knows(successor)) throw new HttpError(409, { error: "the successor key is not available; choose a new one" });
+    const token = newToken("session");
+    const [seq] = await append([{ type: "session.compressed", at: Date.now(), session: key, successor, successorTokenHash: tokenHash(token) }]);
+    return reply.code(201).send({ session: successor, token, seq });
+  });
+
+  app.get<{ Params: { key: string } }>("/v1/sessions/:key/turns", async (request, reply) => {
+    const { key } = requireSession(request);
+    const resume = request.headers["last-event-id"];
+    const from = resume === undefined ? 0 : Number(resume);
+    if (!Number.isInteger(from) || from < 0) throw new HttpError(400, { error: "Last-Event-ID must be a whole number (the id of the last turn received)" });
+    if (metrics.openStreams >= (options.maxStreams ?? 10_000)) throw new HttpError(503, { error: "too many open streams; try again later" });
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
+    raw.write(": turns of this session and its successors\n\n");
+    const stream: Stream = { key, raw, sent: from, pending: [] };
+    const set = streams.get(key) ?? new Set<Stream>();
+    streams.set(key, set);
+    set.add(stream);
+    metrics.openStreams++;
+    const keepAlive = setInterval(() => raw.write(": keep-alive\n\n"), options.keepAliveMs ?? 15_000);
+    raw.on("close", () => {
+      clearInterval(keepAlive);
+      set.delete(stream);
+      if (set.size === 0) streams.delete(key);
+      metrics.openStreams--;
+    });
+    // Catch up from the log, with every lineage known up to its end; live records that
+    // came meanwhile follow, none twice (each goes only past the last seq sent).
+    const upTo = await log.lastSeq();
+    await appliedUpTo(upTo);
+    const lineage = new Set(directory.lineageFrom(key));
+    for (let next = from + 1; next <= upTo; ) {
+      const page = await log.readPage({ from: next, type: "notification.dispatched", limit: 1000 });
+      for (const record of page) if (record.seq <= upTo && lineage.has((record as { session: string }).session)) send(stream, record);
+      if (page.length < 1000) break;
+      next = page[page.length - 1]!.seq + 1;
+    }
+    const pending = stream.pending ?? [];
+    stream.pending = undefined;
+    for (const record of pending) send(stream, record);
+  });
+
+  app.get<{ Params: { key: string; id: string } }>("/v1/sessions/:key/explain/:id", async (request) => {
+    const { key } = requireSession(request);
+    const lineage = new Set(directory.lineageFrom(key));
+    const explainer = new Explainer(request.params.id);
+    for await (const event of log.read()) explainer.push(event);
+    const explanation = explainer.finish();
+    // Only items that were this session's: a fate names a session of its lineage.
+    const mine = explanation.items.filter((item) =>
+      item.fates.some((f) => {
+        const named = (f as { session?: string; owner?: string; to?: string }).session ?? (f as { owner?: string }).owner ?? (f as { to?: string }).to;
+        return named !== undefined && lineage.has(named);
+      }),
+    );
+    if (mine.length === 0) throw new HttpError(404, { error: "no such item in this session" });
+    const own = { ...explanation, items: mine };
+    return { ...own, text: explanationText(own) };
+  });
+
+  app.get("/healthz", async () => ({ ok: true, lastSeq: await log.lastSeq(), followed: applied }));
+
+  app.get("/metrics", async (_request, reply) => {
+    const lines = [
+      ["turnfold_events_appended_total", "counter", "Events this server appended", metrics.eventsAppended],
+      ["turnfold_turns_decided_total", "counter", "Turns recorded in the log since this server started", metrics.turnsDecided],
+      ["turnfold_turns_delivered_total", "counter", "Recorded turns this server delivered to its sink", metrics.turnsDelivered],
+      ["turnfold_runner_lag_events", "gauge", "Events in the log the live runner has not folded yet", metrics.runnerLag],
+      ["turnfold_open_streams", "gauge", "Open turn streams", metrics.openStreams],
+    ] as const;
+    const text = lines.map(([name, type, help, value]) => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${value}\n`).join("");
+    return reply.type("text/plain; version=0.0.4; charset=utf-8").send(text);
+  });
+
+  return {
+    app,
+    metrics,
+    async listen(host: string, port: number) {
+      return app.listen({ host, port });
+    },
+    async close() {
+      tail.unsubscribe();
+      for (const set of streams.values()) for (const stream of set) stream.raw.end();
+      await app.close();
+    },
+  };
+}
