@@ -147,7 +147,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   const app = Fastify({
     bodyLimit: options.bodyLimit ?? 1 << 20,
     requestTimeout: options.requestTimeoutMs ?? 10_000,
-    http: { headersTimeout: options.headersTimeoutMs ?? 5_000, maxHeaderSize: 16 * 1024 },
+    // Node checks the request and header timeouts on this interval (30 s by default).
+    http: { headersTimeout: Math.min(options.headersTimeoutMs ?? 5_000, options.requestTimeoutMs ?? 10_000), maxHeaderSize: 16 * 1024, connectionsCheckingInterval: 500 },
     routerOptions: { maxParamLength: 256 },
     return503OnClosing: true,
     logger: false,

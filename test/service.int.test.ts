@@ -1,0 +1,364 @@
+/**
+ * `turnfold serve` and `turnfold run` as users run them: real child processes on loopback
+ * ports, real SQLite files, a real Python client, SIGKILL in the middle of the traffic.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { connect } from "node:net";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TurnfoldEvent } from "../src/events/schema.js";
+import { openLog } from "../src/open.js";
+import { startReceiver } from "../src/sinks/receiver.js";
+import { cli, cliLive } from "./support/cli.js";
+import { call, openStream, producerToken, serve, type Served } from "./support/serve.js";
+import { tempDir } from "./support/tmp.js";
+
+const dir = tempDir("turnfold-serve-");
+let dbs = 0;
+const freshDb = () => join(dir, `serve-${dbs++}.sqlite`);
+
+const exit = (process: string, owner: string, exitCode = 0): TurnfoldEvent => ({ type: "process.exited", at: Date.now(), process, owner, exitCode, reason: "exited", output: `output of ${process}` });
+
+async function openSession(url: string, session: string): Promise<string> {
+  const opened = await call(url, "POST", "/v1/sessions", producerToken, { session, surface: "tui" });
+  expect(opened.status).toBe(201);
+  return String(opened.body["token"]);
+}
+
+describe("turnfold serve: who gets in", () => {
+  let server: Served;
+  let mine: string;
+  let theirs: string;
+  const issued: string[] = [];
+
+  beforeAll(async () => {
+    server = await serve(freshDb());
+    mine = await openSession(server.url, "mine");
+    theirs = await openSession(server.url, "theirs");
+    issued.push(mine, theirs);
+    await call(server.url, "POST", "/v1/events", producerToken, [exit("p-mine", "mine"), exit("p-theirs", "theirs")]);
+  }, 30_000);
+
+  afterAll(async () => {
+    server.proc.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+    // No token, producer's or session's, ever reached a log line.
+    for (const token of [producerToken, ...issued]) expect(server.stderr()).not.toContain(token);
+  });
+
+  const sessionEndpoints: [string, string, unknown][] = [
+    ["POST", "drain", { consumer: "tui-poller" }],
+    ["POST", "input-taken", {}],
+    ["POST", "turn-started", {}],
+    ["POST", "turn-ended", {}],
+    ["GET", "explain/p-mine", undefined],
+    ["POST", "compress", { successor: "mine-2" }],
+    ["POST", "close", { reason: "idle" }],
+  ];
+
+  it.each(sessionEndpoints)("%s /v1/sessions/{key}/%s: 401 without a token or with a malformed one, the same 404 for another's session as for none, 2xx with its own", async (method, path, body) => {
+    const url = server.url;
+    const noToken = await call(url, method, `/v1/sessions/mine/${path}`, undefined, body);
+    expect(noToken.status).toBe(401);
+    const malformed = await call(url, method, `/v1/sessions/mine/${path}`, "x", body);
+    expect(malformed.status).toBe(401);
+    const foreign = await call(url, method, `/v1/sessions/mine/${path}`, theirs, body);
+    const missing = await call(url, method, `/v1/sessions/nobody-${path.replace("/", "-")}/${path}`, theirs, body);
+    expect(foreign.status).toBe(404);
+    expect(foreign.text).toBe(missing.text);
+    expect(foreign.text).not.toContain("mine");
+    const right = await call(url, method, `/v1/sessions/mine/${path}`, mine, body);
+    expect(right.status, right.text).toBeLessThan(300);
+    if (path === "compress") issued.push(String(right.body["token"]));
+  });
+
+  it("the turn stream: 401 without a token, the same 404 for another's session as for none, 200 with its own", async () => {
+    const url = server.url;
+    expect(await openStream(url, "theirs", "not-a-token").status).toBe(401);
+    const foreign = await call(url, "GET", "/v1/sessions/theirs/turns", mine);
+    const missing = await call(url, "GET", "/v1/sessions/nobody/turns", mine);
+    expect(foreign.status).toBe(404);
+    expect(foreign.text).toBe(missing.text);
+    const own = openStream(url, "theirs", theirs);
+    expect(await own.status).toBe(200);
+    own.close();
+  });
+
+  it("producer endpoints: 401 without a token, 403 with a session token, 2xx with the producer token", async () => {
+    for (const [path, body] of [
+      ["/v1/events", [exit("p-x", "theirs")]],
+      ["/v1/sessions", { session: "another", surface: "cli" }],
+    ] as const) {
+      expect((await call(server.url, "POST", path, undefined, body)).status).toBe(401);
+      expect((await call(server.url, "POST", path, theirs, body)).status).toBe(403);
+      expect((await call(server.url, "POST", path, producerToken, body)).status).toBeLessThan(300);
+    }
+  });
+
+  it("an explanation is only for the session's own items", async () => {
+    const own = await call(server.url, "GET", "/v1/sessions/theirs/explain/p-theirs", theirs);
+    expect(own.status).toBe(200);
+    expect(String(own.body["text"])).toContain("queued for session theirs");
+    const foreign = await call(server.url, "GET", "/v1/sessions/theirs/explain/p-mine", theirs);
+    const none = await call(server.url, "GET", "/v1/sessions/theirs/explain/p-nothing", theirs);
+    expect(foreign.status).toBe(404);
+    expect(foreign.text).toBe(none.text);
+  });
+
+  it("a compression successor may not take a key that exists", async () => {
+    const taken = await call(server.url, "POST", "/v1/sessions/theirs/compress", theirs, { successor: "mine" });
+    expect(taken.status).toBe(409);
+  });
+});
+
+describe("turnfold serve: bad bodies get a clear 4xx and append nothing", () => {
+  let server: Served;
+  const lastSeq = async () => Number((await call(server.url, "GET", "/healthz")).body["lastSeq"]);
+
+  beforeAll(async () => {
+    server = await serve(freshDb(), ["--request-timeout-ms", "1500"]);
+    await openSession(server.url, "s1");
+  }, 30_000);
+
+  afterAll(async () => {
+    server.proc.kill("SIGTERM");
+    await server.exited;
+  });
+
+  it("not JSON, wrong types, an unknown type, a valid batch with one bad event", async () => {
+    const before = await lastSeq();
+    const notJson = await call(server.url, "POST", "/v1/events", producerToken, "[{not json");
+    expect(notJson.status).toBe(400);
+    const wrongTypes = await call(server.url, "POST", "/v1/events", producerToken, [{ type: "process.exited", at: "soon", process: 7, exitCode: 0, reason: "exited", output: "" }]);
+    expect(wrongTypes.status).toBe(400);
+    const fields = (wrongTypes.body["problems"] as { index: number; field: string }[]).map((p) => `${p.index}:${p.field}`);
+    expect(fields).toEqual(expect.arrayContaining(["0:at", "0:process"]));
+    const unknown = await call(server.url, "POST", "/v1/events", producerToken, [{ type: "process.teleported", at: 1 }]);
+    expect(unknown.status).toBe(400);
+    expect(JSON.stringify(unknown.body)).toContain('unknown event type \\"process.teleported\\"');
+    const mixed = await call(server.url, "POST", "/v1/events", producerToken, [exit("ok1", "s1"), { type: "drain", at: 1 }, exit("ok2", "s1")]);
+    expect(mixed.status).toBe(400);
+    const problems = mixed.body["problems"] as { index: number; field: string }[];
+    expect(problems.map((p) => p.index)).toEqual(problems.map(() => 1));
+    expect(problems.map((p) => p.field)).toContain("session");
+    const notArray = await call(server.url, "POST", "/v1/events", producerToken, { type: "drain" });
+    expect(notArray.status).toBe(400);
+    expect(await lastSeq()).toBe(before);
+  });
+
+  it("NDJSON: appended whole when every line is good, and a bad line is named", async () => {
+    const before = await lastSeq();
+    const good = [exit("n1", "s1"), exit("n2", "s1")].map((e) => JSON.stringify(e)).join("\n");
+    const ok = await call(server.url, "POST", "/v1/events", producerToken, good, { "content-type": "application/x-ndjson" });
+    expect(ok.status).toBe(200);
+    expect(ok.body["seqs"]).toEqual([before + 1, before + 2]);
+    const bad = await call(server.url, "POST", "/v1/events", producerToken, `${JSON.stringify(exit("n3", "s1"))}\n{oops`, { "content-type": "application/x-ndjson" });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toContain("line 2");
+    expect(await lastSeq()).toBe(before + 2);
+  });
+
+  it("a 10 MB body gets 413", async () => {
+    const before = await lastSeq();
+    const big = JSON.stringify([{ ...exit("big", "s1"), output: "x".repeat(10 * 1024 * 1024) }]);
+    const answer = await call(server.url, "POST", "/v1/events", producerToken, big);
+    expect(answer.status).toBe(413);
+    expect(await lastSeq()).toBe(before);
+  });
+
+  it("a client that stops sending in the middle of its body is cut off with 408", async () => {
+    const before = await lastSeq();
+    const { port, hostname } = new URL(server.url);
+    const answer = await new Promise<string>((resolve) => {
+      const socket = connect(Number(port), hostname, () => {
+        socket.write(`POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${producerToken}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n[{"type":`);
+      });
+      let text = "";
+      socket.on("data", (d) => (text += d.toString()));
+      socket.on("close", () => resolve(text));
+      setTimeout(() => socket.destroy(), 10_000);
+    });
+    expect(answer).toMatch(/^HTTP\/1.1 408/);
+    expect(await lastSeq()).toBe(before);
+  });
+});
+
+describe("turnfold serve: turns on the stream", () => {
+  it("resumes with Last-Event-ID, none twice, and follows the session into its successor", async () => {
+    const server = await serve(freshDb());
+    const token = await openSession(server.url, "s1");
+    await call(server.url, "POST", "/v1/events", producerToken, [exit("a1", "s1"), exit("a2", "s1", 2)]);
+    await call(server.url, "POST", "/v1/sessions/s1/drain", token, { consumer: "tui-poller" });
+    const first = openStream(server.url, "s1", token);
+    await first.waitFor(1);
+    expect(first.events[0]!.data).toMatchObject({ session: "s1", kind: "completions", members: ["a1", "a2"] });
+    first.close();
+
+    await call(server.url, "POST", "/v1/events", producerToken, [exit("b1", "s1")]);
+    await call(server.url, "POST", "/v1/sessions/s1/drain", token, { consumer: "tui-poller" });
+    const successor = await call(server.url, "POST", "/v1/sessions/s1/compress", token, { successor: "s1b" });
+    const next = String(successor.body["token"]);
+    await call(server.url, "POST", "/v1/events", producerToken, [exit("c1", "s1")]);
+    await call(server.url, "POST", "/v1/sessions/s1b/drain", next, { consumer: "tui-poller" });
+
+    const resumed = openStream(server.url, "s1", token, first.events[0]!.id);
+    await resumed.waitFor(2);
+    expect(resumed.events.map((e) => e.data.members)).toEqual([["b1"], ["c1"]]);
+    // The successor's token reaches the successor, not the key it continues.
+    expect((await call(server.url, "GET", "/v1/sessions/s1/turns", next)).status).toBe(404);
+    const own = openStream(server.url, "s1b", next);
+    await own.waitFor(1);
+    expect(own.events.map((e) => e.data.members)).toEqual([["c1"]]);
+    resumed.close();
+    own.close();
+    server.proc.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+  }, 60_000);
+});
+
+describe("turnfold serve: SIGKILL in the middle of the traffic", () => {
+  it("keeps every acknowledged event, sends each recorded turn once across the restart, and decides nothing twice", async () => {
+    const db = freshDb();
+    let server = await serve(db);
+    const token = await openSession(server.url, "s1");
+    const acknowledged = new Set<string>();
+    let stop = false;
+    let n = 0;
+    const producer = async (name: string) => {
+      while (!stop) {
+        const id = `${name}-${n++}`;
+        try {
+          const answer = await call(server.url, "POST", "/v1/events", producerToken, [exit(id, "s1")]);
+          if (answer.status === 200) acknowledged.add(id);
+          await call(server.url, "POST", "/v1/sessions/s1/drain", token, { consumer: "tui-poller" });
+        } catch {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      }
+    };
+    const stream = openStream(server.url, "s1", token);
+    const producers = [producer("a"), producer("b"), producer("c")];
+    await stream.waitFor(5, 20_000);
+    server.proc.kill("SIGKILL");
+    await server.exited;
+    const received = [...stream.events];
+    stream.close();
+
+    server = await serve(db);
+    const resumed = openStream(server.url, "s1", token, received.at(-1)!.id);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    stop = true;
+    await Promise.all(producers);
+    await call(server.url, "POST", "/v1/sessions/s1/drain", token, { consumer: "tui-poller" });
+
+    // Wait until the stream has every record of s1 that the log holds.
+    const log = await openLog(db, { create: false });
+    const recordsOf = async () => {
+      const seqs: number[] = [];
+      for await (const event of log.read({ type: "notification.dispatched" })) if ((event as { session: string }).session === "s1") seqs.push(event.seq);
+      return seqs;
+    };
+    let records = await recordsOf();
+    const deadline = Date.now() + 20_000;
+    while (received.length + resumed.events.length < records.length && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      records = await recordsOf();
+    }
+    const ids = [...received, ...resumed.events].map((e) => e.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toEqual(records);
+    // Every event that got a 2xx is in the log.
+    const logged = new Set<string>();
+    for await (const event of log.read({ type: "process.exited" })) logged.add((event as { process: string }).process);
+    for (const id of acknowledged) expect(logged.has(id), id).toBe(true);
+    expect(acknowledged.size).toBeGreaterThan(5);
+    await log.close();
+    resumed.close();
+    server.proc.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+    // Nothing decided twice: the recorded dispatches are exactly what replay derives.
+    const verified = cli(["replay", db, "--verify"]);
+    expect(verified.stderr).toBe("");
+    expect(verified.code).toBe(0);
+  }, 120_000);
+});
+
+describe("turnfold serve: a bounded loopback load", () => {
+  it("1,000 open turn streams and concurrent producers: no event lost, no turn twice or on the wrong stream", async () => {
+    const server = await serve(freshDb());
+    const sessions = 50;
+    const perSession = 20;
+    const tokens: string[] = [];
+    for (let s = 0; s < sessions; s++) tokens.push(await openSession(server.url, `load-${s}`));
+    const streams = tokens.flatMap((token, s) => Array.from({ length: perSession }, () => ({ s, stream: openStream(server.url, `load-${s}`, token) })));
+    expect((await Promise.all(streams.map((x) => x.stream.status))).every((status) => status === 200)).toBe(true);
+    const rounds = 4;
+    const producers = Array.from({ length: 10 }, async (_, p) => {
+      for (let round = 0; round < rounds; round++) {
+        const batch = Array.from({ length: sessions }, (_, s) => exit(`p${p}-r${round}-s${s}`, `load-${s}`));
+        expect((await call(server.url, "POST", "/v1/events", producerToken, batch)).status).toBe(200);
+      }
+    });
+    await Promise.all(producers);
+    for (let s = 0; s < sessions; s++) await call(server.url, "POST", `/v1/sessions/load-${s}/drain`, tokens[s]!, { consumer: "tui-poller" });
+    for (const { stream } of streams) await stream.waitFor(1, 30_000);
+    for (const { s, stream } of streams) {
+      expect(stream.events).toHaveLength(1);
+      const turn = stream.events[0]!.data;
+      expect(turn.session).toBe(`load-${s}`);
+      expect([...turn.members].sort()).toEqual(Array.from({ length: 10 * rounds }, (_, i) => `p${Math.floor(i / rounds)}-r${i % rounds}-s${s}`).sort());
+    }
+    const metrics = await call(server.url, "GET", "/metrics");
+    expect(metrics.text).toContain(`turnfold_open_streams ${sessions * perSession}`);
+    for (const { stream } of streams) stream.close();
+    server.proc.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+  }, 120_000);
+});
+
+describe("a client in another language", () => {
+  const python = spawnSync("python3", ["--version"]).status === 0;
+  it.skipIf(!python && process.env.CI !== "true")("examples/python_client.py opens a session, posts a backlog, drains, and prints the one turn", async () => {
+    const server = await serve(freshDb());
+    const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const proc = spawn("python3", [join(import.meta.dirname, "..", "examples", "python_client.py"), server.url], { env: { ...process.env, TURNFOLD_PRODUCER_TOKEN: producerToken } });
+      let stdout = "";
+      let stderr = "";
+      proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+      proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      proc.on("exit", (code) => resolve({ code, stdout, stderr }));
+    });
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("one turn for 5 exits (completions");
+    expect(result.stdout).toContain("5 background processes finished (1 of them failed)");
+    server.proc.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+  }, 60_000);
+});
+
+describe("turnfold run", () => {
+  it("decides, records and delivers turns to a sink, stops cleanly on SIGTERM, and carries on where the log says", async () => {
+    const db = freshDb();
+    const received: string[] = [];
+    const receiver = await startReceiver({ port: 0, onTurn: (turn) => void received.push(turn.key) });
+    const log = await openLog(db);
+    await log.append([{ type: "session.opened", at: 1, session: "s1", surface: "tui" }, exit("r1", "s1"), { type: "drain", at: 2, session: "s1", consumer: "tui-poller" }]);
+    const first = cliLive(["run", "--db", db, "--url", receiver.url, "--json"]);
+    const deadline = Date.now() + 20_000;
+    while (received.length < 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    first.kill("SIGTERM");
+    const firstCode = await new Promise<number | null>((resolve) => first.on("exit", resolve));
+    expect(firstCode).toBe(0);
+    await log.append([exit("r2", "s1"), { type: "drain", at: 3, session: "s1", consumer: "tui-poller" }]);
+    const second = cliLive(["run", "--db", db, "--url", receiver.url]);
+    while (received.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    second.kill("SIGINT");
+    expect(await new Promise<number | null>((resolve) => second.on("exit", resolve))).toBe(0);
+    expect(received).toHaveLength(2);
+    expect(new Set(received).size).toBe(2);
+    expect(cli(["replay", db, "--verify"]).code).toBe(0);
+    await log.close();
+    await receiver.close();
+  }, 60_000);
+});
