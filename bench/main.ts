@@ -3,6 +3,7 @@ import { appendBench } from "./append.js";
 import { foldBench } from "./fold.js";
 import { printTable, type Row } from "./harness.js";
 import { postgresBench } from "./postgres.js";
+import { serviceBench } from "./service.js";
 
 const rows: Row[] = [];
 process.stderr.write("measuring append …\n");
@@ -11,4 +12,6 @@ process.stderr.write("measuring the projection (1,000,000 events; about a minute
 rows.push(...(await foldBench()));
 process.stderr.write("measuring PostgreSQL (append, ledger claims, live-runner latency) …\n");
 rows.push(...(await postgresBench()));
+process.stderr.write("measuring turnfold serve (HTTP appends, stream latency, memory per stream) …\n");
+rows.push(...(await serviceBench()));
 printTable(rows);

@@ -11,7 +11,7 @@ import type { Subscription } from "rxjs";
 import { z } from "zod";
 import type { EventStore } from "../events/store.js";
 import { Budget, DrainConsumer, Route, Surface, type Stored, type TurnfoldEvent } from "../events/schema.js";
-import { formatProblem, validateEvent, type Problem } from "../events/validate.js";
+import { formatProblem, isInvalidEventsError } from "../events/validate.js";
 import { fromRecord } from "../projections/dispatch-record.js";
 import { Explainer } from "../projections/explain.js";
 import { explanationText } from "../render/explain.js";
@@ -206,21 +206,18 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     requireProducer(request);
     const body = request.body;
     if (!Array.isArray(body)) throw new HttpError(400, { error: "the body must be a JSON array of events, or NDJSON (one event per line)" });
-    const problems: (Problem & { index: number })[] = [];
-    const events: TurnfoldEvent[] = [];
-    body.forEach((value, index) => {
-      const checked = validateEvent(value, `event ${index}`);
-      if (checked.ok) events.push(checked.event);
-      else problems.push(...checked.problems.map((p) => ({ ...p, index })));
-    });
-    if (problems.length > 0) {
+    if (body.length === 0) throw new HttpError(400, { error: "no events in the body" });
+    // The log validates every event in the append transaction, all or none: one check.
+    try {
+      return { seqs: await append(body as TurnfoldEvent[]) };
+    } catch (error) {
+      if (!isInvalidEventsError(error)) throw error;
+      const problems = error.problems;
       throw new HttpError(400, {
         error: `${problems.length} problem${problems.length === 1 ? "" : "s"}; nothing was appended`,
-        problems: problems.slice(0, 100).map((p) => ({ index: p.index, field: p.field, reason: p.reason, text: formatProblem(p) })),
+        problems: problems.slice(0, 100).map((p) => ({ index: Number(/^event (\d+)$/.exec(p.where)?.[1] ?? -1), field: p.field, reason: p.reason, text: formatProblem(p) })),
       });
     }
-    if (events.length === 0) throw new HttpError(400, { error: "no events in the body" });
-    return { seqs: await append(events) };
   });
 
   app.post("/v1/sessions", async (request, reply) => {

@@ -1,0 +1,194 @@
+/**
+ * `turnfold serve` measured from outside, as a client sees it: events accepted per second
+ * over HTTP against the same batches appended to a log in-process (same run), the time
+ * from posting an exit and a drain to the turn arriving on the session's stream, and the
+ * server's memory per open stream.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { TurnfoldEvent } from "../src/events/schema.js";
+import { openLog } from "../src/open.js";
+import { exited } from "./append.js";
+import { fmt, interleaved, median, type Row } from "./harness.js";
+
+const producerToken = "bench-producer-token-5b1e0c";
+const batchSize = 1000;
+const batches = 20;
+const producers = 4;
+const cli = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
+
+interface Server {
+  readonly url: string;
+  readonly proc: ChildProcess;
+}
+
+function serve(db: string): Promise<Server> {
+  const proc = spawn(process.execPath, [cli, "serve", "--db", db, "--port", "0", "--body-limit", String(8 << 20)], {
+    stdio: ["ignore", "ignore", "pipe"],
+    env: { ...process.env, TURNFOLD_PRODUCER_TOKEN: producerToken },
+  });
+  let stderr = "";
+  return new Promise((resolve, reject) => {
+    proc.stderr!.on("data", (d: Buffer) => {
+      stderr += d.toString();
+      const match = /listening address=(http:\/\/\S+)/.exec(stderr);
+      if (match) resolve({ url: match[1]!, proc });
+    });
+    proc.on("exit", (code) => reject(new Error(`serve exited (${code}): ${stderr}`)));
+  });
+}
+
+async function stop(server: Server): Promise<void> {
+  const exited = new Promise((resolve) => server.proc.on("exit", resolve));
+  server.proc.kill("SIGTERM");
+  await exited;
+}
+
+async function post(url: string, path: string, token: string, body: unknown): Promise<Record<string, unknown>> {
+  const response = await fetch(url + path, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  const answer = (await response.json()) as Record<string, unknown>;
+  if (!response.ok) throw new Error(`${path}: ${response.status} ${JSON.stringify(answer)}`);
+  return answer;
+}
+
+const workload = (offset: number) => Array.from({ length: batches }, (_, b) => Array.from({ length: batchSize }, (_, i) => exited(offset + b * batchSize + i)));
+
+async function overHttp(dir: string, round: number): Promise<number> {
+  const server = await serve(join(dir, `http-${round}.sqlite`));
+  const work = workload(round * 1_000_000);
+  // Four producers at once, each posting its share in turn: one client alone leaves the
+  // server idle half the time (profiled), waiting for its next request.
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: producers }, async (_, p) => {
+      for (let b = p; b < work.length; b += producers) await post(server.url, "/v1/events", producerToken, work[b]);
+    }),
+  );
+  const seconds = (performance.now() - start) / 1000;
+  await stop(server);
+  return (batches * batchSize) / seconds;
+}
+
+async function direct(dir: string, round: number): Promise<number> {
+  const log = await openLog(join(dir, `direct-${round}.sqlite`));
+  const work = workload(round * 1_000_000);
+  const start = performance.now();
+  for (const batch of work) await log.append(batch);
+  const seconds = (performance.now() - start) / 1000;
+  await log.close();
+  return (batches * batchSize) / seconds;
+}
+
+/** A turn stream that resolves a waiter per event. */
+function stream(url: string, key: string, token: string) {
+  let waiting: (() => void) | undefined;
+  let seen = 0;
+  const req = request(new URL(`/v1/sessions/${key}/turns`, url), { headers: { authorization: `Bearer ${token}` } }, (res) => {
+    res.setEncoding("utf8");
+    res.on("data", (chunk: string) => {
+      seen += chunk.split("\nevent: turn\n").length - 1;
+      waiting?.();
+    });
+    res.on("error", () => undefined);
+  });
+  req.on("error", () => undefined);
+  req.end();
+  return {
+    next: (count: number) => new Promise<void>((resolve) => {
+      const check = () => {
+        if (seen >= count) {
+          waiting = undefined;
+          resolve();
+        }
+      };
+      waiting = check;
+      check();
+    }),
+    close: () => req.destroy(),
+  };
+}
+
+async function latency(dir: string): Promise<{ p50: number; p99: number }> {
+  const server = await serve(join(dir, "latency.sqlite"));
+  const opened = await post(server.url, "/v1/sessions", producerToken, { session: "lat", surface: "tui" });
+  const token = String(opened["token"]);
+  const turns = stream(server.url, "lat", token);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const times: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    const start = performance.now();
+    const exit: TurnfoldEvent = { type: "process.exited", at: Date.now(), process: `lat-${i}`, owner: "lat", exitCode: 0, reason: "exited", output: "done" };
+    await post(server.url, "/v1/events", producerToken, [exit]);
+    await post(server.url, "/v1/sessions/lat/drain", token, { consumer: "tui-poller" });
+    await turns.next(i + 1);
+    times.push(performance.now() - start);
+  }
+  turns.close();
+  await stop(server);
+  const sorted = [...times].sort((a, b) => a - b);
+  return { p50: median(sorted), p99: sorted[Math.floor(sorted.length * 0.99)]! };
+}
+
+function rssKb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+}
+
+async function memoryPerStream(dir: string): Promise<number> {
+  const server = await serve(join(dir, "streams.sqlite"));
+  const opened = await post(server.url, "/v1/sessions", producerToken, { session: "many", surface: "tui" });
+  const token = String(opened["token"]);
+  // Warm the server up with a few streams first, so the figure is what each more costs.
+  const warm = Array.from({ length: 20 }, () => stream(server.url, "many", token));
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const before = rssKb(server.proc.pid!);
+  const count = 1000;
+  const open = Array.from({ length: count }, () => stream(server.url, "many", token));
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  const after = rssKb(server.proc.pid!);
+  for (const s of [...warm, ...open]) s.close();
+  await stop(server);
+  return (after - before) / count;
+}
+
+export async function serviceBench(): Promise<Row[]> {
+  const dir = mkdtempSync(join(tmpdir(), "turnfold-bench-serve-"));
+  try {
+    let round = 0;
+    const rates = await interleaved(3, () => overHttp(dir, round++), () => direct(dir, round++));
+    const lat = await latency(dir);
+    const perStream = await memoryPerStream(dir);
+    return [
+      {
+        name: `serve: events accepted over HTTP, batches of ${batchSize}, ${producers} producers (events/s)`,
+        value: fmt(rates.a),
+        baseline: `${fmt(rates.b)} same batches appended in-process`,
+        ratio: rates.a / rates.b,
+        target: "reported",
+        pass: undefined,
+      },
+      {
+        name: "serve: POST exit + drain → turn on the stream, p50 / p99 (ms)",
+        value: `${fmt(lat.p50)} / ${fmt(lat.p99)} ms`,
+        baseline: "200 round trips, one session",
+        ratio: undefined,
+        target: "reported",
+        pass: undefined,
+      },
+      {
+        name: "serve: memory per open turn stream (KB of RSS)",
+        value: `${fmt(perStream)} KB`,
+        baseline: "1,000 streams opened on a warm server",
+        ratio: undefined,
+        target: "reported",
+        pass: undefined,
+      },
+    ];
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
