@@ -69,6 +69,10 @@ export { callbackSink, jsonlSink, stdoutSink, statusSink } from "./sinks/simple.
 export { startReceiver, type Receiver, type ReceiverOptions } from "./sinks/receiver.js";
 export { gatewaySink, type GatewaySinkOptions } from "./sinks/gateway.js";
 
+// The service: turnfold run and turnfold serve, for embedding.
+export { startPipeline, type Pipeline, type PipelineOptions, type PipelineEvent } from "./service/pipeline.js";
+export { createService, type Service, type ServiceOptions, type ServiceMetrics } from "./service/server.js";
+
 // Real processes.
 export { Supervisor, type SupervisorOptions, type StartOptions, type ExitResult, type WaitResult, type LogPage } from "./supervisor/supervisor.js";
 export { createRedactor, defaultRules, type Redactor, type RedactionRule } from "./supervisor/redact.js";
