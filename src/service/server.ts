@@ -254,9 +254,13 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   app.post<{ Params: { key: string } }>("/v1/sessions/:key/compress", async (request, reply) => {
     const { key } = requireSession(request);
     const { successor } = parseBody(compressBody, request.body);
-    // A successor must be a new key: taking over an existing session would hand this
-    // token someone else's turns.
-    if (successor === key || directory.knows(successor)) throw new HttpError(409, { error: "the successor key is not available; choose a new one" });
+    // A successor is a new key under this one ("<key>:<anything>"): taking over an
+    // existing session would hand this token someone else's turns, and keeping successors
+    // under the key means a refusal can only ever tell about this session's own keys.
+    if (!successor.startsWith(`${key}:`) || successor.length === key.length + 1) {
+      throw new HttpError(400, { error: `a successor key must begin with "${key}:" (say "${key}:2")` });
+    }
+    if (directory.knows(successor)) throw new HttpError(409, { error: "this successor key is already in use; choose another" });
     const token = newToken("session");
     const [seq] = await append([{ type: "session.compressed", at: Date.now(), session: key, successor, successorTokenHash: tokenHash(token) }]);
     return reply.code(201).send({ session: successor, token, seq });
