@@ -7,8 +7,8 @@ export class InputError extends Error {
   override readonly name = "TurnfoldInputError";
 }
 
-/** Reads a text file, naming the problem when it is missing, a folder or unreadable. */
-export function readTextFile(path: string): string {
+/** Checks that a path names a file, naming the problem when it is missing or a folder. */
+export function requireFile(path: string): void {
   let stats;
   try {
     stats = statSync(path);
@@ -16,6 +16,11 @@ export function readTextFile(path: string): string {
     throw new InputError(`${path}: no such file`);
   }
   if (stats.isDirectory()) throw new InputError(`${path}: is a directory, not a file`);
+}
+
+/** Reads a text file, naming the problem when it is missing, a folder or unreadable. */
+export function readTextFile(path: string): string {
+  requireFile(path);
   try {
     return readFileSync(path, "utf8");
   } catch (error) {

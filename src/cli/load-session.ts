@@ -9,7 +9,7 @@ import { isPostgresUrl, redactUrl } from "../events/urls.js";
 import { SqliteLog } from "../events/sqlite-log.js";
 import { openLog } from "../open.js";
 import { formatProblem, validateEvent } from "../events/validate.js";
-import { InputError } from "./io.js";
+import { InputError, requireFile } from "./io.js";
 
 const sqliteMagic = "SQLite format 3\0";
 const pageSize = 5000;
@@ -42,13 +42,7 @@ export async function openHistory(path: string): Promise<History> {
     const size = await log.lastSeq();
     return { size, pages: logPages(log, path) };
   }
-  let stats;
-  try {
-    stats = statSync(path);
-  } catch {
-    throw new InputError(`${path}: no such file`);
-  }
-  if (stats.isDirectory()) throw new InputError(`${path}: is a directory, not a file`);
+  requireFile(path);
   return { size: undefined, pages: jsonlPages(path) };
 }
 

@@ -74,34 +74,27 @@ export class SessionDirectory {
   /** True when the token may act on `key`: the key it was granted for, or one that continues it. */
   allows(token: string, key: string): boolean {
     const granted = this.grantOf(token);
-    if (granted === undefined) return false;
-    let current: string | undefined = granted;
-    for (let hops = 0; current !== undefined && hops < 10_000; hops++) {
-      if (current === key) return true;
-      current = this.#successor.get(current);
-    }
-    return false;
+    return granted !== undefined && chain(granted, this.#successor).includes(key);
   }
 
   /** The keys of a lineage from `key` on: the key, its successor, and so on. */
   lineageFrom(key: string): string[] {
-    const keys: string[] = [];
-    let current: string | undefined = key;
-    for (let hops = 0; current !== undefined && hops < 10_000; hops++) {
-      keys.push(current);
-      current = this.#successor.get(current);
-    }
-    return keys;
+    return chain(key, this.#successor);
   }
 
   /** The keys `key` continues, and itself: whose streams a record of `key` goes to. */
   ancestorsOf(key: string): string[] {
-    const keys: string[] = [];
-    let current: string | undefined = key;
-    for (let hops = 0; current !== undefined && hops < 10_000; hops++) {
-      keys.push(current);
-      current = this.#predecessor.get(current);
-    }
-    return keys;
+    return chain(key, this.#predecessor);
   }
+}
+
+/** Follows `links` from `key` (bounded, in case of a malformed cycle): the key and each it leads to. */
+function chain(key: string, links: ReadonlyMap<string, string>): string[] {
+  const keys: string[] = [];
+  let current: string | undefined = key;
+  for (let hops = 0; current !== undefined && hops < 10_000; hops++) {
+    keys.push(current);
+    current = links.get(current);
+  }
+  return keys;
 }
