@@ -366,6 +366,12 @@ describe("turnfold run", () => {
     const receiver = await startReceiver({ port: 0 });
     const log = await openLog(db);
     const runs = [cliLive(["run", "--db", db, "--url", receiver.url]), cliLive(["run", "--db", db, "--url", receiver.url])];
+    const stderr = ["", ""];
+    runs.forEach((run, i) => run.stderr.on("data", (d: Buffer) => (stderr[i] += d.toString())));
+    const exits = runs.map((run) => new Promise<number | null>((resolve) => run.on("exit", resolve)));
+    // Both have started (a signal before node has loaded the command ends it the hard way).
+    const started = Date.now() + 20_000;
+    while (!stderr.every((text) => text.includes("running")) && Date.now() < started) await new Promise((resolve) => setTimeout(resolve, 20));
     for (let s = 0; s < 10; s++) {
       await log.append([
         { type: "session.opened", at: Date.now(), session: `r${s}`, surface: "tui" },
@@ -377,7 +383,7 @@ describe("turnfold run", () => {
     const deadline = Date.now() + 30_000;
     while (receiver.turns.length < 10 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     for (const run of runs) run.kill("SIGTERM");
-    for (const run of runs) expect(await new Promise<number | null>((resolve) => run.on("exit", resolve))).toBe(0);
+    expect(await Promise.all(exits), stderr.join("\n")).toEqual([0, 0]);
     expect(receiver.turns.map((t) => t.session).sort()).toEqual(Array.from({ length: 10 }, (_, s) => `r${s}`).sort());
     let records = 0;
     for await (const _ of log.read({ type: "notification.dispatched" })) records++;

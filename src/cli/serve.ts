@@ -36,16 +36,26 @@ function reporter(json: boolean) {
   };
 }
 
-/** Stops on the first SIGINT or SIGTERM. */
-function onStop(stop: () => Promise<void>): void {
-  let stopping = false;
-  const handler = () => {
-    if (stopping) return;
-    stopping = true;
-    void stop();
+/**
+ * Catches SIGINT and SIGTERM from the start, before the log is open: a signal that comes
+ * while the command is still starting stops it as soon as it has started, cleanly.
+ */
+function stopSignal(): { onStop(stop: () => Promise<void>): void } {
+  let requested = false;
+  let handler: (() => Promise<void>) | undefined;
+  const signalled = () => {
+    if (requested) return;
+    requested = true;
+    void handler?.();
   };
-  process.once("SIGINT", handler);
-  process.once("SIGTERM", handler);
+  process.once("SIGINT", signalled);
+  process.once("SIGTERM", signalled);
+  return {
+    onStop(stop) {
+      handler = stop;
+      if (requested) void stop();
+    },
+  };
 }
 
 export function runCommands(program: Command): void {
@@ -57,11 +67,12 @@ export function runCommands(program: Command): void {
     .option("--json", "log lines as JSON objects")
     .action((options: RunOptions) =>
       runCommand(async () => {
+        const signals = stopSignal();
         const log = await openLog(options.db, { create: true });
         const say = reporter(options.json ?? false);
         const pipeline = startPipeline({ log, ...(options.url ? { sinkUrl: options.url } : {}), report: (e: PipelineEvent) => say({ ...e }) });
         say({ event: "running", db: redactUrl(options.db), sink: options.url ?? "(none: record only)" });
-        onStop(() => pipeline.stop());
+        signals.onStop(() => pipeline.stop());
         await pipeline.done;
         await log.close();
         say({ event: "stopped", folded: pipeline.folded() });
@@ -82,6 +93,7 @@ export function runCommands(program: Command): void {
     .option("--json", "log lines as JSON objects")
     .action((options: ServeOptions) =>
       runCommand(async () => {
+        const signals = stopSignal();
         const producerToken = producerTokenOf(options.producerTokenFile);
         const log = await openLog(options.db, { create: true });
         const say = reporter(options.json ?? false);
@@ -104,7 +116,7 @@ export function runCommands(program: Command): void {
         });
         const address = await service.listen(options.host, options.port);
         say({ event: "listening", address, db: redactUrl(options.db) });
-        onStop(async () => {
+        signals.onStop(async () => {
           await service.close();
           await pipeline.stop();
         });
