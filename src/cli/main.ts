@@ -17,9 +17,9 @@ import { tailCommand } from "./tail.js";
 // Replaying a long log allocates fast and keeps little alive: by default V8 lets the heap
 // grow to several times the live data between full collections (a 3 M-event replay
 // peaked at 340 MB of RSS for about 55 MB live). Growing the heap by at most 30% past
-// what survives keeps the peak near the live state at no measured cost in time. A user's
-// own NODE_OPTIONS still win: this is only a default.
-if (!/--heap-growing-percent/.test(process.env["NODE_OPTIONS"] ?? "")) {
+// what survives keeps the peak near the live state at no measured cost in time. A value
+// given to node itself (`node --heap-growing-percent=N turnfold …`) still wins.
+if (!process.execArgv.some((arg) => arg.startsWith("--heap-growing-percent"))) {
   try {
     setFlagsFromString("--heap-growing-percent=30");
   } catch {
