@@ -122,10 +122,15 @@ async function sqliteReplay(path: string): Promise<number> {
   return ms;
 }
 
-/** Events per session count: enough that the middle of the run is not all opening and winding down. */
+/**
+ * One million events at each session count, and three million at 100,000 sessions, where
+ * a million is mostly opening and winding down and the longer run keeps a live state that
+ * grows (the workload's processes that never exit until the end).
+ */
 const scales = [
   { sessions: 1_000, total: 1_000_000 },
   { sessions: 10_000, total: 1_000_000 },
+  { sessions: 100_000, total: 1_000_000 },
   { sessions: 100_000, total: 3_000_000 },
 ];
 
