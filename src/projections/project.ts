@@ -77,7 +77,7 @@ export interface ProjectionOptions {
 export class Projection {
   readonly #state: State;
   readonly #renderer: Renderer;
-  readonly #outputs: Output[] = [];
+  #outputs: Output[] = [];
   readonly #decisions: Decisions;
 
   constructor(options: ProjectionOptions = {}) {
@@ -92,19 +92,26 @@ export class Projection {
   push(event: Stored): Output[] {
     step(this.#state, event, this.#decisions);
     if (this.#outputs.length === 0) return noOutputs;
-    return this.#outputs.splice(0);
+    return this.#take();
+  }
+
+  /** Hands over what was decided (the array itself: no copy per event that decided something). */
+  #take(): Output[] {
+    const outputs = this.#outputs;
+    this.#outputs = [];
+    return outputs;
   }
 
   /** End of input: flushes every open gateway window (R28). */
   finish(): Output[] {
     flushGateway(this.#state, Number.POSITIVE_INFINITY, this.#decisions, true);
-    return this.#outputs.splice(0);
+    return this.#take();
   }
 
   /** Flushes the gateway windows due at `now` (event time), with no event to trigger them. */
   flushDue(now: number): Output[] {
     if (this.#state.gatewayWindows.size > 0) flushGateway(this.#state, now, this.#decisions);
-    return this.#outputs.splice(0);
+    return this.#take();
   }
 
   /** When (event time) the next gateway window is due, if one is open. */

@@ -10,7 +10,7 @@ import type { Item, Session, State } from "./state.js";
 
 /** Follows an extra key to its session, then compression successors to the tip. */
 export function lineageTip(state: State, ownerKey: string): Session | undefined {
-  let session = state.sessions.get(state.aliases.get(ownerKey) ?? ownerKey);
+  let session = state.sessions.get(state.aliases.size === 0 ? ownerKey : (state.aliases.get(ownerKey) ?? ownerKey));
   // Bounded walk: a (malformed) cycle of successors must not hang the fold.
   for (let hops = 0; session?.successor !== undefined && hops < 10_000; hops++) {
     session = state.sessions.get(session.successor);
