@@ -70,6 +70,9 @@ const compressBody = z.object({ successor: z.string().min(1) });
 const closeBody = z.object({ reason: z.enum(["user", "idle", "timeout"]) });
 const emptyBody = z.union([z.object({}), z.null(), z.undefined()]);
 
+/** Bytes waiting for a stream's client past which the stream is closed. */
+const slowStreamBytes = 1 << 20;
+
 /** The same answer for a session that is not yours and one that does not exist. */
 const noSuchSession = { error: "no such session" };
 
@@ -108,9 +111,12 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   const appliedWaiters: { seq: number; resolve: () => void }[] = [];
 
   const send = (stream: Stream, record: Stored) => {
-    if (record.seq <= stream.sent) return;
+    if (record.seq <= stream.sent || stream.raw.destroyed) return;
     stream.sent = record.seq;
     stream.raw.write(`id: ${record.seq}\nevent: turn\ndata: ${turnJson(record)}\n\n`);
+    // A client that stops reading is let go once a megabyte waits for it: memory stays
+    // bounded, and it loses nothing (it reconnects with Last-Event-ID).
+    if (stream.raw.writableLength > slowStreamBytes) stream.raw.destroy();
   };
   const follow = (event: Stored) => {
     directory.apply(event);
