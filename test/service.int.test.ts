@@ -3,6 +3,7 @@
  * ports, real SQLite files, a real Python client, SIGKILL in the middle of the traffic.
  */
 import { spawn, spawnSync } from "node:child_process";
+import { request } from "node:http";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -237,6 +238,41 @@ describe("turnfold serve: turns on the stream", () => {
     server.proc.kill("SIGTERM");
     expect(await server.exited).toBe(0);
   }, 60_000);
+});
+
+describe("turnfold serve: a client that stops reading", () => {
+  it("is let go once a megabyte waits for it, and gets the rest on reconnecting", async () => {
+    const server = await serve(freshDb());
+    const token = await openSession(server.url, "slow");
+    // A stream that is opened and never read.
+    const stalled = await new Promise<import("node:http").IncomingMessage>((resolve) => {
+      const req = request(new URL("/v1/sessions/slow/turns", server.url), { headers: { authorization: `Bearer ${token}` } }, (res) => {
+        res.pause();
+        resolve(res);
+      });
+      req.end();
+    });
+    const openStreams = async () => Number(/turnfold_open_streams (\d+)/.exec((await call(server.url, "GET", "/metrics")).text)![1]);
+    expect(await openStreams()).toBe(1);
+    // More than the loopback socket buffers can hold, so the rest waits in the server.
+    const big = "y".repeat(150_000);
+    let sentTurns = 0;
+    for (let i = 0; i < 200 && (await openStreams()) > 0; i++) {
+      await call(server.url, "POST", "/v1/events", producerToken, [{ ...exit(`big-${i}`, "slow"), output: big }]);
+      await call(server.url, "POST", "/v1/sessions/slow/drain", token, { consumer: "tui-poller" });
+      sentTurns = i + 1;
+    }
+    // The server let it go (its client never read a byte past the first chunks).
+    expect(await openStreams()).toBe(0);
+    expect(sentTurns).toBeLessThan(200);
+    stalled.destroy();
+    const again = openStream(server.url, "slow", token);
+    await again.waitFor(sentTurns, 30_000);
+    expect(again.events.map((e) => e.data.members[0])).toEqual(Array.from({ length: sentTurns }, (_, i) => `big-${i}`));
+    again.close();
+    server.proc.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+  }, 90_000);
 });
 
 describe("turnfold serve: SIGKILL in the middle of the traffic", () => {

@@ -5,6 +5,7 @@
  * Server-Sent Events, resumable with `Last-Event-ID`. A session that is not yours and a
  * session that does not exist get the same answer. Tokens never reach a log line.
  */
+import { once } from "node:events";
 import type { ServerResponse } from "node:http";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { Subscription } from "rxjs";
@@ -110,13 +111,24 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   let applied = 0;
   const appliedWaiters: { seq: number; resolve: () => void }[] = [];
 
-  const send = (stream: Stream, record: Stored) => {
-    if (record.seq <= stream.sent || stream.raw.destroyed) return;
+  /** Writes one record to a stream (once: never at or below the last seq sent); false when the client is behind. */
+  const write = (stream: Stream, record: Stored): boolean => {
+    if (record.seq <= stream.sent || stream.raw.destroyed) return true;
     stream.sent = record.seq;
-    stream.raw.write(`id: ${record.seq}\nevent: turn\ndata: ${turnJson(record)}\n\n`);
-    // A client that stops reading is let go once a megabyte waits for it: memory stays
-    // bounded, and it loses nothing (it reconnects with Last-Event-ID).
+    return stream.raw.write(`id: ${record.seq}\nevent: turn\ndata: ${turnJson(record)}\n\n`);
+  };
+  /** A live record: a client that stops reading is let go once a megabyte waits for it
+   * (memory stays bounded, and it loses nothing: it reconnects with Last-Event-ID). */
+  const send = (stream: Stream, record: Stored) => {
+    write(stream, record);
     if (stream.raw.writableLength > slowStreamBytes) stream.raw.destroy();
+  };
+  /** A caught-up record: waits for the client to read before writing more. */
+  const sendPaced = async (stream: Stream, record: Stored) => {
+    if (!write(stream, record) && !stream.raw.destroyed) {
+      // Either the client reads, or it goes away.
+      await Promise.race([once(stream.raw, "drain"), once(stream.raw, "close")]).catch(() => undefined);
+    }
   };
   const follow = (event: Stored) => {
     directory.apply(event);
@@ -301,13 +313,16 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     const lineage = new Set(directory.lineageFrom(key));
     for (let next = from + 1; next <= upTo; ) {
       const page = await log.readPage({ from: next, type: "notification.dispatched", limit: 1000 });
-      for (const record of page) if (record.seq <= upTo && lineage.has((record as { session: string }).session)) send(stream, record);
+      for (const record of page) {
+        if (raw.destroyed) return;
+        if (record.seq <= upTo && lineage.has((record as { session: string }).session)) await sendPaced(stream, record);
+      }
       if (page.length < 1000) break;
       next = page[page.length - 1]!.seq + 1;
     }
-    const pending = stream.pending ?? [];
+    // Live records that came meanwhile, paced too; later ones go straight out.
+    while (stream.pending && stream.pending.length > 0 && !raw.destroyed) await sendPaced(stream, stream.pending.shift()!);
     stream.pending = undefined;
-    for (const record of pending) send(stream, record);
   });
 
   app.get<{ Params: { key: string; id: string } }>("/v1/sessions/:key/explain/:id", async (request) => {
