@@ -129,3 +129,38 @@ describe("turnfold probe", () => {
     expect(mixed["payloadOrder"]).toEqual([0, 0, 0, 0, 1, 2, 2, 2, 2, 3, 4, 4, 4, 4]);
   }, 120_000);
 });
+
+describe("turnfold report", () => {
+  it("reports a SQLite log as it reports the JSONL it came from, and names what it cannot read or write", () => {
+    const db = join(dir, "report.sqlite");
+    expect(cli(["import", example("mixed"), "--db", db]).code).toBe(0);
+    const fromLog = join(dir, "from-log.html");
+    const fromJsonl = join(dir, "from-jsonl.html");
+    const logged = cli(["report", db, "-o", fromLog]);
+    expect(logged.code).toBe(0);
+    expect(logged.stderr).toContain("3 lanes, 6 turns, 2 items without a turn, 49 events");
+    expect(cli(["report", example("mixed"), "-o", fromJsonl]).code).toBe(0);
+    const data = (file: string) => JSON.parse(/<script type="application\/json" id="report-data">([\s\S]*?)<\/script>/.exec(readFileSync(file, "utf8"))![1]!) as Record<string, unknown>;
+    const { source: _a, ...fromLogData } = data(fromLog);
+    const { source: _b, ...fromJsonlData } = data(fromJsonl);
+    expect(fromLogData).toEqual(fromJsonlData);
+
+    const missing = cli(["report", join(dir, "nope.jsonl"), "-o", join(dir, "x.html")]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("nope.jsonl: no such file");
+    const unwritable = cli(["report", example("mixed"), "-o", join(dir, "no-such-folder", "r.html")]);
+    expect(unwritable.code).toBe(1);
+    expect(unwritable.stderr).toContain("cannot write the report");
+  });
+
+  it("applies --budget to sessions that set none, and refuses a malformed one as bad usage", () => {
+    const lines = (args: string[]) => cli(["replay", example("mixed"), "--json", ...args]).stdout.trim().split("\n").length;
+    expect(lines([])).toBe(6);
+    // One turn at once, one more a minute later: the first drain's first turn is all that goes.
+    expect(lines(["--budget", "1/60000"])).toBe(1);
+    expect(lines(["--budget", "100/1"])).toBe(6);
+    const bad = cli(["replay", example("backlog"), "--budget", "three"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("CAPACITY/REFILL_MS");
+  });
+});
