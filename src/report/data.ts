@@ -122,7 +122,7 @@ export class ReportBuilder {
   readonly #source: string;
   readonly #projection: Projection;
   readonly #maxMarks: number;
-  readonly #lanes: { key: string; surface: string; continues: string | undefined; continuedBy: string | undefined; first: number }[] = [];
+  readonly #lanes: { key: string; surface: string; continues: string | undefined; continuedBy: string | undefined }[] = [];
   readonly #laneOf = new Map<string, number>();
   /** Owner key of each process or delegation, as the events name it. */
   readonly #ownerOf = new Map<string, string>();
@@ -133,11 +133,12 @@ export class ReportBuilder {
   readonly #turns: ReportTurn[] = [];
   /** Per item: its first note's seq and lane, its kind, and its last note. */
   readonly #items = new Map<number, { kind: string; lane: number; last: Note; dispatched: boolean }>();
-  /** Every drain, in order, for the "owned by another session" reason. */
-  readonly #drains: { seq: number; session: string }[] = [];
+  /** The seqs of each session's drains, in order, for the "owned by another session" reason. */
+  readonly #drains = new Map<string, number[]>();
   readonly #lastDrain = new Map<string, number>();
   #now = 0;
-  #current: Stored | undefined;
+  /** The event being folded, and its lane: where an item it makes is drawn. */
+  #current: { readonly event: Stored; readonly lane: number } | undefined;
 
   constructor(source: string, options: ReportOptions = {}) {
     this.#source = source;
@@ -150,8 +151,8 @@ export class ReportBuilder {
   push(event: Stored): void {
     this.#total++;
     this.#now = Math.max(this.#now, event.at);
-    this.#current = event;
     const lane = this.#laneOfEvent(event);
+    this.#current = { event, lane };
     if (this.#events.seq.length < this.#maxMarks) {
       this.#events.seq.push(event.seq);
       this.#events.at.push(this.#now);
@@ -161,7 +162,9 @@ export class ReportBuilder {
       this.#undrawn++;
     }
     if (event.type === "drain") {
-      this.#drains.push({ seq: event.seq, session: event.session });
+      const seqs = this.#drains.get(event.session) ?? [];
+      seqs.push(event.seq);
+      this.#drains.set(event.session, seqs);
       this.#lastDrain.set(event.session, event.seq);
     }
     for (const output of this.#projection.push(event)) if (output.type === "turn") this.#addTurn(output, this.#now);
@@ -182,10 +185,7 @@ export class ReportBuilder {
     suppressed.sort((a, b) => a.seq - b.seq || a.itemSeq - b.itemSeq);
     return {
       source: this.#source,
-      lanes: order.map((old) => {
-        const { first: _first, ...rest } = this.#lanes[old]!;
-        return rest;
-      }),
+      lanes: order.map((old) => ({ ...this.#lanes[old]! })),
       eventTypes: [...this.#types.keys()],
       events: { ...this.#events, lane: this.#events.lane.map(lane) },
       undrawnEvents: this.#undrawn,
@@ -203,10 +203,9 @@ export class ReportBuilder {
       if (note.fate.what === "dispatched") known.dispatched = true;
       return;
     }
-    const event = this.#current!;
-    const made = event.seq === note.itemSeq ? event : undefined;
-    const kind = made ? (itemKinds[made.type] ?? "diagnostic") : "diagnostic";
-    this.#items.set(note.itemSeq, { kind, lane: made ? this.#laneOfEvent(made) : this.#laneFor(undefined), last: note, dispatched: note.fate.what === "dispatched" });
+    const made = this.#current!.event.seq === note.itemSeq ? this.#current! : undefined;
+    const kind = made ? (itemKinds[made.event.type] ?? "diagnostic") : "diagnostic";
+    this.#items.set(note.itemSeq, { kind, lane: made ? made.lane : this.#laneFor(undefined), last: note, dispatched: note.fate.what === "dispatched" });
   }
 
   /** The reason an item made no turn: its terminal fate, or where and why it still waits. */
@@ -224,9 +223,9 @@ export class ReportBuilder {
     if (waiting?.where === "parked") return { seq: fate.seq, why: "parked", what: fate.what, reason: `${fateLine(fate)}; ${reasonOf()}` };
     if (waiting?.where === "queue") {
       const foreign = this.#foreignDrains(itemSeq, waiting.session);
-      if (foreign.length > 0) {
-        const names = [...new Set(foreign.map((d) => d.session))].join(", ");
-        const reason = `it belongs to session ${waiting.session} (and its compression successors) only: ${foreign.length} drain${foreign.length === 1 ? "" : "s"} of ${names} could not take it; ${reasonOf()}`;
+      if (foreign.count > 0) {
+        const names = foreign.sessions.join(", ");
+        const reason = `it belongs to session ${waiting.session} (and its compression successors) only: ${foreign.count} drain${foreign.count === 1 ? "" : "s"} of ${names} could not take it; ${reasonOf()}`;
         return { seq: fate.seq, why: "foreign", what: fate.what, reason };
       }
       if (!waiting.drainedSince) return { seq: fate.seq, why: "never-drained", what: fate.what, reason: reasonOf() };
@@ -234,24 +233,26 @@ export class ReportBuilder {
     return { seq: fate.seq, why: "waiting", what: fate.what, reason: reasonOf() };
   }
 
-  /** Drains after the item was made by live sessions outside the lineage it waits in. */
-  #foreignDrains(itemSeq: number, owner: string): { seq: number; session: string }[] {
+  /** Drains after the item was made, by sessions outside the lineage it waits in: how many, and whose. */
+  #foreignDrains(itemSeq: number, owner: string): { count: number; sessions: string[] } {
     const state = this.#projection.state;
     const tip = lineageTip(state, owner);
-    return this.#drains.filter((d) => d.seq > itemSeq && lineageTip(state, d.session) !== tip);
+    let count = 0;
+    const sessions: string[] = [];
+    for (const [session, seqs] of this.#drains) {
+      if (lineageTip(state, session) === tip) continue;
+      const after = seqs.length - firstAbove(seqs, itemSeq);
+      if (after === 0) continue;
+      count += after;
+      sessions.push(session);
+    }
+    return { count, sessions };
   }
 
-  /** Event time at a seq, from the drawn events (a binary search: their seqs rise). */
+  /** Event time at a seq, from the drawn events (their seqs rise). */
   #atOfSeq(seq: number): number {
-    const seqs = this.#events.seq;
-    let lo = 0;
-    let hi = seqs.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (seqs[mid]! < seq) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return lo < seqs.length ? this.#events.at[lo]! : this.#now;
+    const index = firstAbove(this.#events.seq, seq - 1);
+    return index < this.#events.seq.length ? this.#events.at[index]! : this.#now;
   }
 
   #addTurn(turn: Turn, at: number): void {
@@ -299,7 +300,7 @@ export class ReportBuilder {
     let lane = this.#laneOf.get(name);
     if (lane === undefined) {
       lane = this.#lanes.length;
-      this.#lanes.push({ key: name, surface: key === undefined ? "-" : surface, continues: undefined, continuedBy: undefined, first: this.#total });
+      this.#lanes.push({ key: name, surface: key === undefined ? "-" : surface, continues: undefined, continuedBy: undefined });
       this.#laneOf.set(name, lane);
     }
     return lane;
@@ -324,4 +325,16 @@ export class ReportBuilder {
     if (none !== undefined) place(none);
     return order;
   }
+}
+
+/** Index of the first number above `value` in a rising list (its length when there is none). */
+function firstAbove(sorted: readonly number[], value: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]! <= value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -178,15 +178,20 @@ const script = String.raw`
     var s = el("span"); s.appendChild(el("b", "", p[0] + " ")); s.appendChild(document.createTextNode(p[1])); legend.appendChild(s);
   });
 
+  var laneByKey = {};
+  lanes.forEach(function (l) { laneByKey[l.lane.key] = l; });
+
+  /** The selected session and its lineage (what it continues and what continues it), walked once. */
   function visibleLanes() {
-    return lanes.filter(function (l) {
-      if (!filter.session) return true;
-      var key = filter.session;
-      // A session's lineage goes with it: what it continues and what continues it.
-      for (var k = key, guard = 0; k && guard < 1000; guard++) { if (l.lane.key === k) return true; var next = lanes.find(function (x) { return x.lane.key === k; }); k = next ? next.lane.continuedBy : undefined; }
-      for (var b = key, guard2 = 0; b && guard2 < 1000; guard2++) { if (l.lane.key === b) return true; var prev = lanes.find(function (x) { return x.lane.key === b; }); b = prev ? prev.lane.continues : undefined; }
-      return false;
+    if (!filter.session) return lanes;
+    var keys = {};
+    ["continuedBy", "continues"].forEach(function (link) {
+      for (var l = laneByKey[filter.session], guard = 0; l && !(guard > 0 && keys[l.lane.key]) && guard < 10000; guard++) {
+        keys[l.lane.key] = true;
+        l = laneByKey[l.lane[link]];
+      }
     });
+    return lanes.filter(function (l) { return keys[l.lane.key]; });
   }
 
   function lowerBound(list, at, atOf) { var lo = 0, hi = list.length; while (lo < hi) { var mid = (lo + hi) >> 1; if (atOf(list[mid]) < at) lo = mid + 1; else hi = mid; } return lo; }
