@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { Projection, type Output } from "../projections/project.js";
+import { Projection, turnJson, type Output } from "../projections/project.js";
 import { Verifier, type Verified } from "../projections/verify.js";
 import { openHistory } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
@@ -97,7 +97,7 @@ function report(file: string, result: Verified): number {
 
 function jsonLine(o: Output): string {
   if (o.type === "status") return JSON.stringify({ status: o.status, session: o.session, member: o.member }) + "\n";
-  return JSON.stringify({ seq: o.seq, session: o.session, consumer: o.consumer, kind: o.kind, members: o.members, text: o.text }) + "\n";
+  return turnJson(o) + "\n";
 }
 
 const paint = styler(useColour(process.stdout));

@@ -35,7 +35,7 @@ export function validateEvent(value: unknown, where: string): Validated {
   const { seq: _seq, ...input } = value as Record<string, unknown>;
   const parsed = TurnfoldEvent.safeParse(input);
   if (parsed.success) return { ok: true, event: parsed.data };
-  return { ok: false, problems: parsed.error.issues.map((issue) => describe(issue, where)) };
+  return { ok: false, problems: parsed.error.issues.map((issue) => describeIssue(issue, where)) };
 }
 
 function shapeProblem(value: unknown): { field: string; reason: string } | undefined {
@@ -49,8 +49,9 @@ function shapeProblem(value: unknown): { field: string; reason: string } | undef
   return undefined;
 }
 
-function describe(issue: z.core.$ZodIssue, where: string): Problem {
-  const field = issue.path.length > 0 ? issue.path.map(String).join(".") : "(event)";
+/** One schema issue as a problem: the dotted field (or `whole`), and a reason a person can read. */
+export function describeIssue(issue: z.core.$ZodIssue, where: string, whole = "(event)"): Problem {
+  const field = issue.path.length > 0 ? issue.path.map(String).join(".") : whole;
   const missing = issue.code === "invalid_type" && /received undefined/.test(issue.message);
   return { where, field, reason: missing ? "required field is missing" : issue.message };
 }

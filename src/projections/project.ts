@@ -27,6 +27,11 @@ export interface Turn {
   readonly entryTexts?: readonly string[];
 }
 
+/** A turn as one JSON object in the `replay --json` format (also the data of `serve`'s turn streams). */
+export function turnJson(turn: Turn): string {
+  return JSON.stringify({ seq: turn.seq, session: turn.session, consumer: turn.consumer, kind: turn.kind, members: turn.members, text: turn.text });
+}
+
 /** One item ready for a session, as `Projection.ready` lists it. */
 export interface ReadyItem {
   /** Seq of the event that made the item ready. */

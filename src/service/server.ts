@@ -7,14 +7,16 @@
  */
 import { once } from "node:events";
 import type { ServerResponse } from "node:http";
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import type { Subscription } from "rxjs";
 import { z } from "zod";
 import type { EventStore } from "../events/store.js";
 import { Budget, DrainConsumer, Route, Surface, type Stored, type TurnfoldEvent } from "../events/schema.js";
-import { formatProblem, isInvalidEventsError } from "../events/validate.js";
+import { describeIssue, formatProblem, isInvalidEventsError } from "../events/validate.js";
 import { fromRecord } from "../projections/dispatch-record.js";
 import { Explainer } from "../projections/explain.js";
+import { turnJson } from "../projections/project.js";
+import type { Fate } from "../reducers/decisions.js";
 import { explanationText } from "../render/explain.js";
 import { SessionDirectory, bearer, newToken, sameSecret, tokenHash } from "./auth.js";
 
@@ -37,7 +39,7 @@ export interface ServiceOptions {
   readonly logLine?: (line: { readonly method: string; readonly route: string; readonly status: number; readonly ms: number }) => void;
 }
 
-/** Counters for `/metrics`; the pipeline adds its own through `count`. */
+/** Counters for `/metrics`: the server keeps the first and last; whoever runs the pipeline beside it keeps the rest. */
 export interface ServiceMetrics {
   eventsAppended: number;
   turnsDecided: number;
@@ -86,20 +88,20 @@ class HttpError extends Error {
   }
 }
 
-function problemsOf(error: z.ZodError): { field: string; reason: string }[] {
-  return error.issues.map((issue) => ({ field: issue.path.length > 0 ? issue.path.join(".") : "(body)", reason: issue.message }));
-}
-
 function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   const parsed = schema.safeParse(body);
-  if (!parsed.success) throw new HttpError(400, { error: "the body is not valid", problems: problemsOf(parsed.error) });
-  return parsed.data;
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => {
+    const { field, reason } = describeIssue(issue, "body", "(body)");
+    return { field, reason };
+  });
+  throw new HttpError(400, { error: "the body is not valid", problems });
 }
 
-/** The turn of a record in the `replay --json` format. */
-function turnJson(record: Stored): string {
+/** A stream event for a record: its seq as the id, its turn in the `replay --json` format. */
+function turnEvent(record: Stored): string {
   const turn = fromRecord(record as Stored<Extract<TurnfoldEvent, { type: "notification.dispatched" }>>);
-  return JSON.stringify({ seq: turn.seq, session: turn.session, consumer: turn.consumer, kind: turn.kind, members: turn.members, text: turn.text });
+  return `id: ${record.seq}\nevent: turn\ndata: ${turnJson(turn)}\n\n`;
 }
 
 /** Builds the service: catches up with the log, then follows it. */
@@ -115,7 +117,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   const write = (stream: Stream, record: Stored): boolean => {
     if (record.seq <= stream.sent || stream.raw.destroyed) return true;
     stream.sent = record.seq;
-    return stream.raw.write(`id: ${record.seq}\nevent: turn\ndata: ${turnJson(record)}\n\n`);
+    return stream.raw.write(turnEvent(record));
   };
   /** A live record: a client that stops reading is let go once a megabyte waits for it
    * (memory stays bounded, and it loses nothing: it reconnects with Last-Event-ID). */
@@ -207,16 +209,15 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     if (!sameSecret(token, options.producerToken)) throw new HttpError(403, { error: "this token may not produce events" });
   };
   /** The session token's key, checked: 401 without a well-formed token, 404 for a session it does not reach. */
-  const requireSession = (request: FastifyRequest<{ Params: { key: string } }>): { key: string; token: string } => {
+  const requireSession = (request: FastifyRequest<{ Params: { key: string } }>): string => {
     const token = bearer(request.headers.authorization);
     if (token === undefined) throw new HttpError(401, { error: "a session token is required (Authorization: Bearer …)" });
     const key = request.params.key;
     if (!directory.allows(token, key)) throw new HttpError(404, noSuchSession);
-    return { key, token };
+    return key;
   };
-  const unauthorized = (reply: FastifyReply) => reply.header("www-authenticate", 'Bearer realm="turnfold"');
   app.addHook("onSend", async (_request, reply, payload) => {
-    if (reply.statusCode === 401) unauthorized(reply);
+    if (reply.statusCode === 401) reply.header("www-authenticate", 'Bearer realm="turnfold"');
     return payload;
   });
 
@@ -259,7 +260,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
 
   const act = (path: string, build: (key: string, body: unknown) => TurnfoldEvent) =>
     app.post<{ Params: { key: string } }>(`/v1/sessions/:key/${path}`, async (request) => {
-      const { key } = requireSession(request);
+      const key = requireSession(request);
       const [seq] = await append([build(key, request.body)]);
       return { seq };
     });
@@ -270,7 +271,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   act("close", (key, body) => ({ type: "session.closed", at: Date.now(), session: key, reason: parseBody(closeBody, body).reason }));
 
   app.post<{ Params: { key: string } }>("/v1/sessions/:key/compress", async (request, reply) => {
-    const { key } = requireSession(request);
+    const key = requireSession(request);
     const { successor } = parseBody(compressBody, request.body);
     // A successor is a new key under this one ("<key>:<anything>"): taking over an
     // existing session would hand this token someone else's turns, and keeping successors
@@ -285,7 +286,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   });
 
   app.get<{ Params: { key: string } }>("/v1/sessions/:key/turns", async (request, reply) => {
-    const { key } = requireSession(request);
+    const key = requireSession(request);
     const resume = request.headers["last-event-id"];
     const from = resume === undefined ? 0 : Number(resume);
     if (!Number.isInteger(from) || from < 0) throw new HttpError(400, { error: "Last-Event-ID must be a whole number (the id of the last turn received)" });
@@ -326,18 +327,14 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   });
 
   app.get<{ Params: { key: string; id: string } }>("/v1/sessions/:key/explain/:id", async (request) => {
-    const { key } = requireSession(request);
+    const key = requireSession(request);
     const lineage = new Set(directory.lineageFrom(key));
     const explainer = new Explainer(request.params.id);
     for await (const event of log.read()) explainer.push(event);
     const explanation = explainer.finish();
     // Only items that were this session's: a fate names a session of its lineage.
-    const mine = explanation.items.filter((item) =>
-      item.fates.some((f) => {
-        const named = (f as { session?: string; owner?: string; to?: string }).session ?? (f as { owner?: string }).owner ?? (f as { to?: string }).to;
-        return named !== undefined && lineage.has(named);
-      }),
-    );
+    const named = (f: Fate) => ("session" in f ? f.session : "owner" in f ? f.owner : "to" in f ? f.to : undefined);
+    const mine = explanation.items.filter((item) => item.fates.some((f) => lineage.has(named(f) ?? "")));
     if (mine.length === 0) throw new HttpError(404, { error: "no such item in this session" });
     const own = { ...explanation, items: mine };
     return { ...own, text: explanationText(own) };
