@@ -54,3 +54,22 @@ export async function runCommand(body: () => Promise<number | void>): Promise<vo
     process.exitCode = 1;
   }
 }
+
+/**
+ * Fires on the first SIGINT or SIGTERM. A long-running command takes it first thing,
+ * before opening anything, so a signal that comes while it is still starting stops it
+ * cleanly once started, instead of killing it half-way.
+ */
+export function stopSignal(): AbortSignal {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  return controller.signal;
+}
+
+/** Resolves once the signal fires (at once if it already has). */
+export function stopped(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+}

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { openLog } from "../open.js";
 import { httpSink } from "../sinks/http.js";
 import { relay } from "../sinks/relay.js";
-import { runCommand } from "./io.js";
+import { runCommand, stopSignal } from "./io.js";
 import { dbOption, positiveInt } from "./options.js";
 
 export function relayCommand(program: Command): void {
@@ -14,12 +14,10 @@ export function relayCommand(program: Command): void {
     .option("--until-idle", "stop once every record is delivered")
     .action((options: { db: string; url: string; untilIdle?: boolean }) =>
       runCommand(async () => {
+        const signal = stopSignal();
         const log = await openLog(options.db, { create: false });
-        const controller = new AbortController();
-        process.once("SIGINT", () => controller.abort());
-        process.once("SIGTERM", () => controller.abort());
         const result = await relay(log, httpSink({ url: options.url }), {
-          signal: controller.signal,
+          signal,
           untilIdle: options.untilIdle ?? false,
           onError: (turn, error) => process.stderr.write(`turnfold relay: record ${turn.recordSeq} not delivered yet: ${String((error as Error).message ?? error)}\n`),
         });

@@ -4,7 +4,7 @@ import { redactUrl } from "../events/urls.js";
 import { openLog } from "../open.js";
 import { startPipeline, type PipelineEvent } from "../service/pipeline.js";
 import { createService } from "../service/server.js";
-import { InputError, runCommand } from "./io.js";
+import { InputError, runCommand, stopSignal, stopped } from "./io.js";
 import { dbOption, positiveInt } from "./options.js";
 
 interface RunOptions {
@@ -36,28 +36,6 @@ function reporter(json: boolean) {
   };
 }
 
-/**
- * Catches SIGINT and SIGTERM from the start, before the log is open: a signal that comes
- * while the command is still starting stops it as soon as it has started, cleanly.
- */
-function stopSignal(): { onStop(stop: () => Promise<void>): void } {
-  let requested = false;
-  let handler: (() => Promise<void>) | undefined;
-  const signalled = () => {
-    if (requested) return;
-    requested = true;
-    void handler?.();
-  };
-  process.once("SIGINT", signalled);
-  process.once("SIGTERM", signalled);
-  return {
-    onStop(stop) {
-      handler = stop;
-      if (requested) void stop();
-    },
-  };
-}
-
 export function runCommands(program: Command): void {
   program
     .command("run")
@@ -67,12 +45,12 @@ export function runCommands(program: Command): void {
     .option("--json", "log lines as JSON objects")
     .action((options: RunOptions) =>
       runCommand(async () => {
-        const signals = stopSignal();
+        const signal = stopSignal();
         const log = await openLog(options.db, { create: true });
         const say = reporter(options.json ?? false);
         const pipeline = startPipeline({ log, ...(options.url ? { sinkUrl: options.url } : {}), report: (e: PipelineEvent) => say({ ...e }) });
         say({ event: "running", db: redactUrl(options.db), sink: options.url ?? "(none: record only)" });
-        signals.onStop(() => pipeline.stop());
+        void stopped(signal).then(() => pipeline.stop());
         await pipeline.done;
         await log.close();
         say({ event: "stopped", folded: pipeline.folded() });
@@ -93,7 +71,7 @@ export function runCommands(program: Command): void {
     .option("--json", "log lines as JSON objects")
     .action((options: ServeOptions) =>
       runCommand(async () => {
-        const signals = stopSignal();
+        const signal = stopSignal();
         const producerToken = producerTokenOf(options.producerTokenFile);
         const log = await openLog(options.db, { create: true });
         const say = reporter(options.json ?? false);
@@ -116,7 +94,7 @@ export function runCommands(program: Command): void {
         });
         const address = await service.listen(options.host, options.port);
         say({ event: "listening", address, db: redactUrl(options.db) });
-        signals.onStop(async () => {
+        void stopped(signal).then(async () => {
           await service.close();
           await pipeline.stop();
         });

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { encodeJsonlLine } from "../events/jsonl.js";
 import { openLog } from "../open.js";
-import { runCommand } from "./io.js";
+import { runCommand, stopSignal, stopped } from "./io.js";
 import { dbOption, positiveInt } from "./options.js";
 
 export function tailCommand(program: Command): void {
@@ -12,6 +12,7 @@ export function tailCommand(program: Command): void {
     .option("--from <seq>", "start at this seq instead of the next new event", positiveInt)
     .action((options: { db: string; from?: number }) =>
       runCommand(async () => {
+        const signal = stopSignal();
         const log = await openLog(options.db, { create: false });
         const from = options.from ?? (await log.lastSeq()) + 1;
         await new Promise<void>((resolve, reject) => {
@@ -19,12 +20,10 @@ export function tailCommand(program: Command): void {
             next: (event) => process.stdout.write(encodeJsonlLine(event) + "\n"),
             error: reject,
           });
-          const stop = () => {
+          void stopped(signal).then(() => {
             subscription.unsubscribe();
             resolve();
-          };
-          process.once("SIGINT", stop);
-          process.once("SIGTERM", stop);
+          });
         });
         await log.close();
       }),
