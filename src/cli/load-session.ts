@@ -4,6 +4,7 @@
  */
 import { closeSync, createReadStream, openSync, readSync, statSync } from "node:fs";
 import { JsonlProblems, decodeStoredJsonlStream } from "../events/jsonl.js";
+import { readPages } from "../events/log.js";
 import type { Stored } from "../events/schema.js";
 import { isPostgresUrl, redactUrl } from "../events/urls.js";
 import { SqliteLog } from "../events/sqlite-log.js";
@@ -61,12 +62,9 @@ async function* logPages(log: Awaited<ReturnType<typeof openLog>>, path: string)
       }
       return;
     }
-    for (let from = 1; ; ) {
-      const page = await log.readPage({ from, limit: pageSize });
+    for await (const page of readPages((options) => log.readPage(options), { limit: pageSize })) {
       page.forEach(check);
-      if (page.length > 0) yield page;
-      if (page.length < pageSize) return;
-      from = page[page.length - 1]!.seq + 1;
+      yield page;
     }
   } finally {
     await log.close();

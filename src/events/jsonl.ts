@@ -11,28 +11,39 @@ export type Decoded =
   | { readonly ok: true; readonly events: readonly TurnfoldEvent[] }
   | { readonly ok: false; readonly problems: readonly Problem[] };
 
+/**
+ * One line of JSONL (without its newline): the event with the value it was parsed from,
+ * the line's problems, or nothing for a blank line.
+ */
+function decodeLine(raw: string, lineNumber: number): { readonly value: unknown; readonly event: TurnfoldEvent } | readonly Problem[] | undefined {
+  const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+  if (line.trim() === "") return undefined;
+  const where = `line ${lineNumber}`;
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (error) {
+    return [{ where, field: "(line)", reason: `not valid JSON (${(error as Error).message})` }];
+  }
+  const result = validateEvent(value, where);
+  return result.ok ? { value, event: result.event } : result.problems;
+}
+
 /** Decodes JSONL text. Blank lines are skipped; line numbers count from 1. */
 export function decodeJsonl(text: string): Decoded {
   const events: TurnfoldEvent[] = [];
   const problems: Problem[] = [];
-  const lines = text.replace(/^\uFEFF/, "").split("\n");
-  lines.forEach((raw, index) => {
-    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
-    if (line.trim() === "") return;
-    const where = `line ${index + 1}`;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch (error) {
-      problems.push({ where, field: "(line)", reason: `not valid JSON (${(error as Error).message})` });
-      return;
-    }
-    const result = validateEvent(value, where);
-    if (result.ok) events.push(result.event);
-    else problems.push(...result.problems);
-  });
+  text
+    .replace(/^\uFEFF/, "")
+    .split("\n")
+    .forEach((raw, index) => {
+      const decoded = decodeLine(raw, index + 1);
+      if (decoded === undefined) return;
+      if ("event" in decoded) events.push(decoded.event);
+      else problems.push(...decoded);
+    });
   if (problems.length > 0) return { ok: false, problems };
-  if (events.length === 0) return { ok: false, problems: [{ where: "file", field: "(file)", reason: "the file holds no events" }] };
+  if (events.length === 0) return { ok: false, problems: [emptyFile] };
   return { ok: true, events };
 }
 
@@ -44,22 +55,13 @@ export function decodeJsonl(text: string): Decoded {
 class StoredLines {
   #previous = 0;
 
-  /** One line (without its newline): an event, its problems, or nothing for a blank line. */
+  /** One line: the stored event, its problems, or nothing for a blank line. */
   decode(raw: string, lineNumber: number): Stored | readonly Problem[] | undefined {
-    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
-    if (line.trim() === "") return undefined;
-    const where = `line ${lineNumber}`;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch (error) {
-      return [{ where, field: "(line)", reason: `not valid JSON (${(error as Error).message})` }];
-    }
-    const result = validateEvent(value, where);
-    if (!result.ok) return result.problems;
-    const given = (value as { seq?: unknown }).seq;
+    const decoded = decodeLine(raw, lineNumber);
+    if (decoded === undefined || !("event" in decoded)) return decoded;
+    const given = (decoded.value as { seq?: unknown }).seq;
     this.#previous = typeof given === "number" && Number.isInteger(given) && given > this.#previous ? given : this.#previous + 1;
-    return { ...result.event, seq: this.#previous } as Stored;
+    return { ...decoded.event, seq: this.#previous } as Stored;
   }
 }
 
@@ -69,28 +71,6 @@ export class JsonlProblems extends Error {
   constructor(readonly problems: readonly Problem[]) {
     super(problems.map((p) => formatProblem(p)).join("\n"));
   }
-}
-
-/**
- * Decodes a recorded history for replay, all at once: like `decodeJsonl`, with each
- * event's `seq` kept as exported (see `decodeStoredJsonlStream`).
- */
-export function decodeStoredJsonl(text: string): { ok: true; events: Stored[] } | { ok: false; problems: readonly Problem[] } {
-  const lines = new StoredLines();
-  const events: Stored[] = [];
-  const problems: Problem[] = [];
-  text
-    .replace(/^\uFEFF/, "")
-    .split("\n")
-    .forEach((raw, index) => {
-      const decoded = lines.decode(raw, index + 1);
-      if (decoded === undefined) return;
-      if (Array.isArray(decoded)) problems.push(...(decoded as readonly Problem[]));
-      else events.push(decoded as Stored);
-    });
-  if (problems.length > 0) return { ok: false, problems };
-  if (events.length === 0) return { ok: false, problems: [emptyFile] };
-  return { ok: true, events };
 }
 
 const emptyFile: Problem = { where: "file", field: "(file)", reason: "the file holds no events" };

@@ -54,19 +54,27 @@ export async function readAll(log: Pick<EventLog, "read">, from = 1): Promise<St
   return events;
 }
 
+/** Pages of `readPage` from a seq on, until a short page: for readers that work a page at a time. */
+export async function* readPages(
+  readPage: (options: ReadOptions) => Promise<readonly Stored[]>,
+  options: ReadOptions = {},
+): AsyncGenerator<readonly Stored[]> {
+  const limit = options.limit ?? defaultPageSize;
+  let from = options.from ?? 1;
+  for (;;) {
+    const page = await readPage({ ...options, from, limit });
+    if (page.length > 0) yield page;
+    if (page.length < limit) return;
+    from = page[page.length - 1]!.seq + 1;
+  }
+}
+
 /** Shared async iterator over `readPage`. */
 export async function* readPaged(
   readPage: (options: ReadOptions) => Promise<readonly Stored[]>,
   options: ReadOptions = {},
 ): AsyncGenerator<Stored> {
-  const limit = options.limit ?? defaultPageSize;
-  let from = options.from ?? 1;
-  for (;;) {
-    const page = await readPage({ ...options, from, limit });
-    yield* page;
-    if (page.length < limit) return;
-    from = page[page.length - 1]!.seq + 1;
-  }
+  for await (const page of readPages(readPage, options)) yield* page;
 }
 
 /**

@@ -10,6 +10,7 @@ import type { ServerResponse } from "node:http";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import type { Subscription } from "rxjs";
 import { z } from "zod";
+import { readPages } from "../events/log.js";
 import type { EventStore } from "../events/store.js";
 import { Budget, DrainConsumer, Route, Surface, type Stored, type TurnfoldEvent } from "../events/schema.js";
 import { describeIssue, formatProblem, isInvalidEventsError } from "../events/validate.js";
@@ -312,14 +313,12 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     const upTo = await log.lastSeq();
     await appliedUpTo(upTo);
     const lineage = new Set(directory.lineageFrom(key));
-    for (let next = from + 1; next <= upTo; ) {
-      const page = await log.readPage({ from: next, type: "notification.dispatched", limit: 1000 });
+    catchUp: for await (const page of readPages((o) => log.readPage(o), { from: from + 1, type: "notification.dispatched" })) {
       for (const record of page) {
         if (raw.destroyed) return;
-        if (record.seq <= upTo && lineage.has((record as { session: string }).session)) await sendPaced(stream, record);
+        if (record.seq > upTo) break catchUp;
+        if (lineage.has((record as { session: string }).session)) await sendPaced(stream, record);
       }
-      if (page.length < 1000) break;
-      next = page[page.length - 1]!.seq + 1;
     }
     // Live records that came meanwhile, paced too; later ones go straight out.
     while (stream.pending && stream.pending.length > 0 && !raw.destroyed) await sendPaced(stream, stream.pending.shift()!);
