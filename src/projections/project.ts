@@ -152,7 +152,7 @@ export class Projection {
 
   /** A TUI drain that ran out of tokens shows how many items wait, after its turns' own lines. */
   #overBudget(o: OverBudget): void {
-    if (o.consumer.startsWith("cli-")) return;
+    if (!o.statusLines) return;
     const items = o.waiting === 1 ? "1 notification waits" : `${o.waiting} notifications wait`;
     this.#outputs.push({ type: "status", seq: o.seq, item: o.firstItem, session: o.session, member: null, status: `${items} over budget` });
   }

@@ -61,6 +61,8 @@ export interface OverBudget {
   readonly firstItem: number;
   /** Event time at which the next token is earned. */
   readonly nextTokenAt: number;
+  /** TUI consumers show a status line saying how many wait, as they show one per item (R17). */
+  readonly statusLines: boolean;
 }
 
 /** Where a step puts what it decides. */

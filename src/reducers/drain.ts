@@ -73,16 +73,16 @@ function holdOverBudget(state: State, session: Session, batches: readonly Item[]
   for (const batch of batches) {
     for (const item of batch) insertInOrder(item.owner === undefined ? state.unaddressed : session.queue, item);
   }
-  countOverBudget(session, batches.flat(), e.seq, e.consumer, out);
+  countOverBudget(session, batches.flat(), e.seq, e.consumer, true, out);
 }
 
-function countOverBudget(session: Session, items: readonly Item[], seq: number, consumer: string, out: Decisions): void {
+function countOverBudget(session: Session, items: readonly Item[], seq: number, consumer: string, statusLines: boolean, out: Decisions): void {
   const tokenAt = nextTokenAt(session)!;
   for (const item of items) {
     out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what: "over-budget", session: session.key, nextTokenAt: tokenAt } });
   }
   session.overBudget = items.length;
-  out.overBudget?.({ seq, session: session.key, consumer, waiting: items.length, firstItem: items[0]!.seq, nextTokenAt: tokenAt });
+  out.overBudget?.({ seq, session: session.key, consumer, waiting: items.length, firstItem: items[0]!.seq, nextTokenAt: tokenAt, statusLines });
 }
 
 /** R1: every ready, owned, not yet admitted item, in log order. */
@@ -158,7 +158,7 @@ export function inputTaken(state: State, e: Stored<EventOf<"input.taken">>, out:
   if (!takeToken(session, state.now)) {
     // R30: no token, no turn: the entry stays first in the inbox for a later input.
     session.inbox.unshift({ ...entry, items: live });
-    countOverBudget(session, live, e.seq, entry.consumer, out);
+    countOverBudget(session, live, e.seq, entry.consumer, false, out);
     return;
   }
   session.overBudget = 0;
