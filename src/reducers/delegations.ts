@@ -17,7 +17,7 @@ export function delegationDispatched(state: State, e: Stored<EventOf<"delegation
     goal: e.goal,
     goals: e.goals,
     resultMade: false,
-    failedTasks: new Set(),
+    failedTasks: undefined,
   });
 }
 
@@ -27,7 +27,7 @@ export function delegationResult(state: State, e: Stored<DelegationItemEvent>, o
   const id = e.delegation;
   const delegation = state.delegations.get(id);
   const repeated =
-    e.type === "delegation.completed" ? delegation?.resultMade === true : delegation?.failedTasks.has(e.taskIndex) === true;
+    e.type === "delegation.completed" ? delegation?.resultMade === true : delegation?.failedTasks?.has(e.taskIndex) === true;
   if (state.settled.has(id) || repeated) {
     out.note?.({ seq: e.seq, member: id, itemSeq: undefined, fate: { what: "duplicate", delegation: id } });
     return;
@@ -38,7 +38,7 @@ export function delegationResult(state: State, e: Stored<DelegationItemEvent>, o
     return;
   }
   if (e.type === "delegation.completed") delegation.resultMade = true;
-  else delegation.failedTasks.add(e.taskIndex);
+  else (delegation.failedTasks ??= new Set()).add(e.taskIndex);
   const context: ItemContext = delegation.goals ? { goals: delegation.goals } : delegation.goal !== undefined ? { goal: delegation.goal } : {};
   place(state, makeItem("delegation", e, id, delegation.owner, context), e.seq, out);
 }

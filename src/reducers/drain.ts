@@ -87,38 +87,41 @@ function countOverBudget(session: Session, items: readonly Item[], seq: number, 
 
 /** R1: every ready, owned, not yet admitted item, in log order. */
 function takeSnapshot(state: State, session: Session, e: Stored<EventOf<"drain">>, out: Decisions): Item[] {
-  const cli = isCliConsumer(e.consumer);
   const taken: Item[] = [];
-  // Returns what stays queued; fills `taken`. One process lookup per item.
-  const sift = (queue: readonly Item[]): Item[] => {
-    const kept: Item[] = [];
-    for (const item of queue) {
-      const proc = item.kind === "completion" ? state.processes.get(item.member!) : undefined;
-      const fate = moot(state, item, proc);
-      if (fate) {
-        out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate });
-        release(state, item);
-      } else if (cli && proc?.polledAfterExit !== undefined) {
-        const pollSeq = proc.polledAfterExit;
-        out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate: { what: "skipped-for-poll", session: session.key, pollSeq } });
-        // An unaddressed completion stays for a session that may take it; an addressed one
-        // can only ever go to this session (R12), whose CLI drains will always skip it.
-        if (item.owner === undefined) kept.push(item);
-        else release(state, item);
-      } else {
-        taken.push(item);
-      }
-    }
-    return kept;
-  };
-  session.queue = session.queue.length > 0 ? sift(session.queue) : session.queue;
+  if (session.queue.length > 0) sift(state, session, session.queue, taken, e, out);
   if (state.unaddressed.length > 0) {
-    const kept = sift(state.unaddressed);
-    state.unaddressed.length = 0;
-    state.unaddressed.push(...kept);
+    sift(state, session, state.unaddressed, taken, e, out);
     taken.sort((a, b) => a.seq - b.seq);
   }
   return taken;
+}
+
+/**
+ * Moves what a drain takes from `queue` to `taken` and settles what is moot; what stays
+ * queued is compacted in place (a drain allocates no new queue). One process lookup per item.
+ */
+function sift(state: State, session: Session, queue: Item[], taken: Item[], e: Stored<EventOf<"drain">>, out: Decisions): void {
+  const cli = isCliConsumer(e.consumer);
+  let kept = 0;
+  for (let i = 0; i < queue.length; i++) {
+    const item = queue[i]!;
+    const proc = item.kind === "completion" ? state.processes.get(item.member!) : undefined;
+    const fate = moot(state, item, proc);
+    if (fate) {
+      out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate });
+      release(state, item);
+    } else if (cli && proc?.polledAfterExit !== undefined) {
+      const pollSeq = proc.polledAfterExit;
+      out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate: { what: "skipped-for-poll", session: session.key, pollSeq } });
+      // An unaddressed completion stays for a session that may take it; an addressed one
+      // can only ever go to this session (R12), whose CLI drains will always skip it.
+      if (item.owner === undefined) queue[kept++] = item;
+      else release(state, item);
+    } else {
+      taken.push(item);
+    }
+  }
+  queue.length = kept;
 }
 
 /** R2: runs of completions become one batch; anything else stands alone. */

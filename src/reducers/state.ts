@@ -95,8 +95,11 @@ export interface Delegation {
   readonly goals: readonly string[] | undefined;
   /** True once a result item was made: a second copy is a duplicate. */
   resultMade: boolean;
-  /** Task indexes whose failure notice made an item: a second copy of one is a duplicate. */
-  readonly failedTasks: Set<number>;
+  /**
+   * Task indexes whose failure notice made an item: a second copy of one is a duplicate.
+   * Made on the first failure notice: most delegations never have one.
+   */
+  failedTasks: Set<number> | undefined;
 }
 
 export interface ParkingLimits {
