@@ -38,14 +38,10 @@ export function release(state: State, item: Item): void {
 /** A process's completion is settled: its record goes, its owner is remembered (bounded). */
 export function forgetProcess(state: State, process: string, owner: string | undefined): void {
   state.processes.delete(process);
-  const remembered = state.releasedOwners.size;
   state.releasedOwners.set(process, owner);
-  // A new entry takes the ring's next slot and pushes out the oldest (never this one: it
-  // was not in the map).
-  if (state.releasedOwners.size > remembered) {
-    const oldest = state.releasedRing[state.releasedNext];
-    if (oldest !== undefined) state.releasedOwners.delete(oldest);
-    state.releasedRing[state.releasedNext] = process;
-    state.releasedNext = (state.releasedNext + 1) % rememberedOwners;
+  if (state.releasedOwners.size >= rememberedOwners) {
+    // The generation is full: it becomes the earlier one, and the one before is dropped whole.
+    state.releasedEarlier = state.releasedOwners;
+    state.releasedOwners = new Map();
   }
 }

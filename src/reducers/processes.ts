@@ -6,7 +6,7 @@ import type { EventOf, Stored } from "../events/schema.js";
 import type { Decisions } from "./decisions.js";
 import { forgetProcess, makeItem } from "./items.js";
 import { place } from "./ownership.js";
-import type { ItemContext, ItemKind, Proc, State } from "./state.js";
+import { isReleased, releasedOwner, type ItemContext, type ItemKind, type Proc, type State } from "./state.js";
 
 function newProc(id: string): Proc {
   return {
@@ -72,7 +72,7 @@ export function processExited(state: State, e: Stored<EventOf<"process.exited">>
 
 export function processConsumed(state: State, e: Stored<EventOf<"process.consumed">>): void {
   // A settled process stays settled (R10: nothing already sent changes).
-  if (state.releasedOwners.has(e.process)) return;
+  if (isReleased(state, e.process)) return;
   let proc = state.processes.get(e.process);
   if (proc === undefined) {
     // Consumed before its exit with no start recorded (a kill, say): the exit to come is
@@ -98,7 +98,7 @@ export function processNotice(state: State, e: Stored<ProcessItemEvent>, out: De
   if (e.type === "watch.disabled" && proc) proc.watchDisabled = true;
   const kind: ItemKind = e.type === "watch.matched" ? "watch" : e.type === "heartbeat" ? "heartbeat" : "diagnostic";
   // After its completion was settled, a process's notices still go to its owner only.
-  const owner = proc ? proc.owner : state.releasedOwners.get(e.process);
+  const owner = proc ? proc.owner : releasedOwner(state, e.process);
   place(state, makeItem(kind, e, e.process, owner, proc?.context ?? noContext), e.seq, out);
 }
 
