@@ -151,3 +151,18 @@ describe("turn kinds and texts nothing asserted before", () => {
     expect(message?.text).toBe(replay(tui).turns[0]?.text);
   });
 });
+
+describe("a process id used again after its completion was settled", () => {
+  it("a consumption of the later run suppresses the later run's completion", () => {
+    // p1's first run is delivered; the second run (same id) is waited on before it exits.
+    const wait = { type: "process.consumed", process: "p1", act: "wait" };
+    const events = log(open("s1"), started("p1", "s1"), exited("p1"), drain("s1"), started("p1", "s1"), wait, exited("p1"), drain("s1"));
+    expect(turnsOf(events)).toEqual(["s1:completions:p1"]);
+  });
+
+  it("a consumption after the settlement, with no later run, still changes nothing", () => {
+    const read = { type: "process.consumed", process: "p1", act: "log" };
+    const events = log(open("s1"), started("p1", "s1"), exited("p1"), drain("s1"), read, hit("p1"), drain("s1"));
+    expect(turnsOf(events)).toEqual(["s1:completions:p1", "s1:watch:p1"]);
+  });
+});

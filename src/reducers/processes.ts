@@ -71,10 +71,12 @@ export function processExited(state: State, e: Stored<EventOf<"process.exited">>
 }
 
 export function processConsumed(state: State, e: Stored<EventOf<"process.consumed">>): void {
-  // A settled process stays settled (R10: nothing already sent changes).
-  if (isReleased(state, e.process)) return;
   let proc = state.processes.get(e.process);
   if (proc === undefined) {
+    // A settled process stays settled (R10: nothing already sent changes). Asked only
+    // when no record is live: a record under a settled id is a later run of it, and a
+    // consumption of that run counts.
+    if (isReleased(state, e.process)) return;
     // Consumed before its exit with no start recorded (a kill, say): the exit to come is
     // already received, so keep a record for it to meet.
     proc = newProc(e.process);
