@@ -12,9 +12,6 @@ function newProc(id: string): Proc {
   return {
     id,
     owner: undefined,
-    command: undefined,
-    ownerTask: undefined,
-    handoffNote: undefined,
     context: noContext,
     notify: true,
     watchDisabled: false,
@@ -26,23 +23,21 @@ function newProc(id: string): Proc {
 
 const noContext: ItemContext = Object.freeze({});
 
-function contextOf(proc: Proc, startedAt: number): ItemContext {
-  const context: { -readonly [K in keyof ItemContext]: ItemContext[K] } = { startedAt };
-  if (proc.command !== undefined) context.command = proc.command;
-  if (proc.ownerTask !== undefined) context.ownerTask = proc.ownerTask;
-  if (proc.handoffNote !== undefined) context.handoffNote = proc.handoffNote;
+function contextOf(e: Stored<EventOf<"process.started">>): ItemContext {
+  const context: { -readonly [K in keyof ItemContext]: ItemContext[K] } = { startedAt: e.at };
+  if (e.command !== undefined) context.command = e.command;
+  if (e.ownerTask !== undefined) context.ownerTask = e.ownerTask;
+  if (e.handoffNote !== undefined) context.handoffNote = e.handoffNote;
   return context;
 }
 
 export function processStarted(state: State, e: Stored<EventOf<"process.started">>): void {
-  const proc = state.processes.get(e.process) ?? newProc(e.process);
+  const known = state.processes.get(e.process);
+  const proc = known ?? newProc(e.process);
   proc.owner = e.owner;
-  proc.command = e.command;
-  proc.ownerTask = e.ownerTask;
-  proc.handoffNote = e.handoffNote;
   proc.notify = e.notify;
-  proc.context = contextOf(proc, e.at);
-  state.processes.set(e.process, proc);
+  proc.context = contextOf(e);
+  if (known === undefined) state.processes.set(e.process, proc);
 }
 
 export function processExited(state: State, e: Stored<EventOf<"process.exited">>, out: Decisions): void {
@@ -58,7 +53,7 @@ export function processExited(state: State, e: Stored<EventOf<"process.exited">>
     return;
   }
   // The exit may name the command when no start was recorded.
-  const context = e.command !== undefined && e.command !== proc.command ? { ...proc.context, command: e.command } : proc.context;
+  const context = e.command !== undefined && e.command !== proc.context.command ? { ...proc.context, command: e.command } : proc.context;
   const item = makeItem("completion", e, e.process, owner, context);
   if (proc.consumed) {
     // A kill (say) recorded before the exit: the agent already has the result.

@@ -74,10 +74,10 @@ export interface Session {
 export interface Proc {
   readonly id: string;
   owner: string | undefined;
-  command: string | undefined;
-  ownerTask: string | undefined;
-  handoffNote: string | undefined;
-  /** Built once at the start and shared by every item of this process (never mutated). */
+  /**
+   * Its command, subagent task and handoff note, with its start time: built once at the
+   * start and shared by every item of this process (never mutated).
+   */
   context: ItemContext;
   notify: boolean;
   watchDisabled: boolean;
