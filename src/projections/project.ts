@@ -165,15 +165,16 @@ export class Projection {
     }
     const members: string[] = [];
     for (const item of d.items) if (item.member !== null) members.push(item.member);
-    const text = renderText(d, this.#renderer, this.#state.gateway);
-    if (d.consumer === "gateway" && d.kind === "completions") {
-      const identities = d.items.map((i) => `${i.member}@${i.context.startedAt ?? i.event.at}`);
-      const entryTexts = d.items.map((i) => renderText({ ...d, items: [i] }, this.#renderer, this.#state.gateway));
-      this.#outputs.push({ type: "turn", seq: d.seq, session: d.session, consumer: d.consumer, kind: d.kind, members, text, identities, entryTexts });
-    } else {
-      // One shape for every other turn: no spread of an empty object per turn.
-      this.#outputs.push({ type: "turn", seq: d.seq, session: d.session, consumer: d.consumer, kind: d.kind, members, text });
+    const turn: Turn = { type: "turn", seq: d.seq, session: d.session, consumer: d.consumer, kind: d.kind, members, text: renderText(d, this.#renderer, this.#state.gateway) };
+    if (d.consumer !== "gateway" || d.kind !== "completions") {
+      this.#outputs.push(turn);
+      return;
     }
+    this.#outputs.push({
+      ...turn,
+      identities: d.items.map((i) => `${i.member}@${i.context.startedAt ?? i.event.at}`),
+      entryTexts: d.items.map((i) => renderText({ ...d, items: [i] }, this.#renderer, this.#state.gateway)),
+    });
   }
 }
 

@@ -45,3 +45,14 @@ export function forgetProcess(state: State, process: string, owner: string | und
     state.releasedOwners = new Map();
   }
 }
+
+/** Whether a process's completion was settled recently enough that its owner is remembered. */
+export function isReleased(state: State, process: string): boolean {
+  return state.releasedOwners.has(process) || state.releasedEarlier.has(process);
+}
+
+/** The owner of a recently settled process (undefined when unaddressed or forgotten). */
+export function releasedOwner(state: State, process: string): string | undefined {
+  const recent = state.releasedOwners;
+  return recent.has(process) ? recent.get(process) : state.releasedEarlier.get(process);
+}

@@ -33,10 +33,7 @@ export function place(state: State, item: Item, seq: number, out: Decisions): vo
   if (tip !== undefined && isLive(tip) && tip.surface === "gateway") {
     gatewayAdmit(state, tip, item, seq, out);
   } else if (tip !== undefined && isLive(tip)) {
-    // An item made by the event being folded is the newest there is (the log is folded in
-    // order): it goes last without a look at the queue's last item.
-    if (item.seq === seq) tip.queue.push(item);
-    else insertInOrder(tip.queue, item);
+    insertInOrder(tip.queue, item);
     out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what: "queued", session: tip.key } });
   } else if (tip?.closed === "user") {
     out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what: "dropped", owner: item.owner } });

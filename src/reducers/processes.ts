@@ -4,9 +4,9 @@
  */
 import type { EventOf, Stored } from "../events/schema.js";
 import type { Decisions } from "./decisions.js";
-import { forgetProcess, makeItem } from "./items.js";
+import { forgetProcess, isReleased, makeItem, releasedOwner } from "./items.js";
 import { place } from "./ownership.js";
-import { isReleased, releasedOwner, type ItemContext, type ItemKind, type Proc, type State } from "./state.js";
+import type { ItemContext, ItemKind, Proc, State } from "./state.js";
 
 function newProc(id: string): Proc {
   return {

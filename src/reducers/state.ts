@@ -176,17 +176,6 @@ export interface State {
  */
 export const rememberedOwners = 8_192;
 
-/** Whether a process's completion was settled recently enough that its owner is remembered. */
-export function isReleased(state: State, process: string): boolean {
-  return state.releasedOwners.has(process) || state.releasedEarlier.has(process);
-}
-
-/** The owner of a recently settled process (undefined when unaddressed or forgotten). */
-export function releasedOwner(state: State, process: string): string | undefined {
-  const recent = state.releasedOwners;
-  return recent.has(process) ? recent.get(process) : state.releasedEarlier.get(process);
-}
-
 /** A fresh projection state, with the parking and gateway limits in force. */
 export function createState(parking: ParkingLimits = defaultParking, gateway: GatewayOptions = defaultGateway, budget?: Budget): State {
   return {
