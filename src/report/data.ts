@@ -22,16 +22,10 @@ export interface ReportLane {
 }
 
 /** A turn as the report draws it. */
-export interface ReportTurn {
-  readonly seq: number;
+export interface ReportTurn extends Pick<Turn, "seq" | "session" | "consumer" | "kind" | "members" | "text"> {
   /** Event time of the drain (or input) that sent it. */
   readonly at: number;
   readonly lane: number;
-  readonly session: string;
-  readonly consumer: string;
-  readonly kind: string;
-  readonly members: readonly string[];
-  readonly text: string;
 }
 
 /** Why an item made no turn, in one word (the filter and the marker's colour). */
