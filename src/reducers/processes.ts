@@ -8,9 +8,8 @@ import { forgetProcess, isReleased, makeItem, releasedOwner } from "./items.js";
 import { place } from "./ownership.js";
 import type { ItemContext, ItemKind, Proc, State } from "./state.js";
 
-function newProc(id: string): Proc {
+function newProc(): Proc {
   return {
-    id,
     owner: undefined,
     context: noContext,
     notify: true,
@@ -23,17 +22,19 @@ function newProc(id: string): Proc {
 
 const noContext: ItemContext = Object.freeze({});
 
+/**
+ * Every field in one literal, absent ones undefined: one object of one shape per process.
+ * (Adding the fields one by one gave contexts several shapes, and each added field past
+ * the first an extra backing store to allocate and, as contexts live as long as their
+ * process, to copy at every young-generation collection.)
+ */
 function contextOf(e: Stored<EventOf<"process.started">>): ItemContext {
-  const context: { -readonly [K in keyof ItemContext]: ItemContext[K] } = { startedAt: e.at };
-  if (e.command !== undefined) context.command = e.command;
-  if (e.ownerTask !== undefined) context.ownerTask = e.ownerTask;
-  if (e.handoffNote !== undefined) context.handoffNote = e.handoffNote;
-  return context;
+  return { startedAt: e.at, command: e.command, ownerTask: e.ownerTask, handoffNote: e.handoffNote };
 }
 
 export function processStarted(state: State, e: Stored<EventOf<"process.started">>): void {
   const known = state.processes.get(e.process);
-  const proc = known ?? newProc(e.process);
+  const proc = known ?? newProc();
   proc.owner = e.owner;
   proc.notify = e.notify;
   proc.context = contextOf(e);
@@ -45,7 +46,7 @@ export function processExited(state: State, e: Stored<EventOf<"process.exited">>
   // R20 promises one exit per process; a second one (or one for a process already
   // settled and forgotten) is not a new completion when its record still exists.
   if (known?.exited) return;
-  const proc = known ?? newProc(e.process);
+  const proc = known ?? newProc();
   proc.exited = true;
   const owner = e.owner ?? proc.owner;
   if (!proc.notify && !proc.watchDisabled) {
@@ -74,7 +75,7 @@ export function processConsumed(state: State, e: Stored<EventOf<"process.consume
     if (isReleased(state, e.process)) return;
     // Consumed before its exit with no start recorded (a kill, say): the exit to come is
     // already received, so keep a record for it to meet.
-    proc = newProc(e.process);
+    proc = newProc();
     proc.notify = true;
     state.processes.set(e.process, proc);
   }

@@ -18,10 +18,12 @@ import type { Item, State } from "./state.js";
 enableMapSet();
 
 export function step(state: State, event: Stored, out: Decisions): void {
-  if (event.at > state.now) state.now = event.at;
+  // Events come in many shapes, so each property read here is a generic lookup: read once.
+  const at = event.at;
+  if (at > state.now) state.now = at;
   if (state.parked.length > 0) expireParked(state, event.seq, out);
   // R28: a window is flushed before the first event at or past its end is handled.
-  if (state.gatewayWindows.size > 0) flushGateway(state, event.at, out);
+  if (state.gatewayWindows.size > 0) flushGateway(state, at, out);
   // Cases ordered by how often they occur in real logs.
   switch (event.type) {
     case "drain":

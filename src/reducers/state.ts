@@ -17,11 +17,15 @@ export const turnKindOf: Readonly<Record<ItemKind, TurnKind>> = {
   diagnostic: "diagnostic",
 };
 
-/** What a renderer needs besides the source event, copied when the item is made. */
+/**
+ * What a renderer needs besides the source event, copied when the item is made. A field
+ * may be present and undefined: a process's context is made with all its fields at once,
+ * so every such context has one shape (see `contextOf` in processes.ts).
+ */
 export interface ItemContext {
-  readonly command?: string;
-  readonly ownerTask?: string;
-  readonly handoffNote?: string;
+  readonly command?: string | undefined;
+  readonly ownerTask?: string | undefined;
+  readonly handoffNote?: string | undefined;
   readonly goal?: string;
   readonly goals?: readonly string[];
   /** When its process started (event time): with the id, the identity the gateway remembers. */
@@ -72,7 +76,6 @@ export interface Session {
 }
 
 export interface Proc {
-  readonly id: string;
   owner: string | undefined;
   /**
    * Its command, subagent task and handoff note, with its start time: built once at the
