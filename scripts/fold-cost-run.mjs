@@ -1,0 +1,26 @@
+// One measured run for scripts/fold-cost.mjs, meant to run under callgrind:
+//   node fold-cost-run.mjs <dist> <fold|generate> <sessions> <events>
+// Both modes fold the same two warm-up workloads first (so the measured part runs
+// optimized code, and the second projection's one-time deoptimization is behind us), then
+// either fold the measured workload or only generate it. The difference between the two
+// runs is the cost of folding it.
+import { pathToFileURL } from "node:url";
+import { join } from "node:path";
+
+const [dist, mode, sessions, events] = process.argv.slice(2);
+const load = (path) => import(pathToFileURL(join(dist, path)).href);
+const { Projection } = await load("src/projections/project.js");
+const { workload } = await load("src/testing/workload.js");
+
+let outputs = 0;
+for (const seed of [7, 8]) {
+  const warm = new Projection();
+  for (const event of workload(150_000, 1_000, seed)) outputs += warm.push(event).length;
+}
+if (mode === "fold") {
+  const projection = new Projection();
+  for (const event of workload(Number(events), Number(sessions))) outputs += projection.push(event).length;
+} else {
+  for (const event of workload(Number(events), Number(sessions))) if (event.seq > 0) outputs++;
+}
+if (outputs === 0) throw new Error("the workload produced nothing");
