@@ -1,13 +1,14 @@
 // One measured run for scripts/fold-cost.mjs, meant to run under callgrind:
-//   node fold-cost-run.mjs <dist> <fold|generate> <sessions> <events>
+//   node fold-cost-run.mjs <dist> <fold|generate> <sessions> <events> [parsed]
 // Both modes fold the same two warm-up workloads first (so the measured part runs
 // optimized code, and the second projection's one-time deoptimization is behind us), then
 // either fold the measured workload or only generate it. The difference between the two
-// runs is the cost of folding it.
+// runs is the cost of folding it. With "parsed", both runs hand the fold each event as a
+// replay does: its JSON parsed again, the seq added after (outside the difference).
 import { pathToFileURL } from "node:url";
 import { join } from "node:path";
 
-const [dist, mode, sessions, events] = process.argv.slice(2);
+const [dist, mode, sessions, events, form] = process.argv.slice(2);
 const load = (path) => import(pathToFileURL(join(dist, path)).href);
 const { Projection } = await load("src/projections/project.js");
 const { workload } = await load("src/testing/workload.js");
@@ -17,10 +18,22 @@ for (const seed of [7, 8]) {
   const warm = new Projection();
   for (const event of workload(150_000, 1_000, seed)) outputs += warm.push(event).length;
 }
+function* measured() {
+  for (const event of workload(Number(events), Number(sessions))) {
+    if (form !== "parsed") {
+      yield event;
+      continue;
+    }
+    const { seq, ...body } = event;
+    const parsed = JSON.parse(JSON.stringify(body));
+    parsed.seq = seq;
+    yield parsed;
+  }
+}
 if (mode === "fold") {
   const projection = new Projection();
-  for (const event of workload(Number(events), Number(sessions))) outputs += projection.push(event).length;
+  for (const event of measured()) outputs += projection.push(event).length;
 } else {
-  for (const event of workload(Number(events), Number(sessions))) if (event.seq > 0) outputs++;
+  for (const event of measured()) if (event.seq > 0) outputs++;
 }
 if (outputs === 0) throw new Error("the workload produced nothing");

@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// npm run bench:cost -- [--sessions 1000] [--events 300000] [--against OTHER_DIST]
+// npm run bench:cost -- [--sessions 1000] [--events 300000] [--parsed] [--against OTHER_DIST]
 //
 // The fold's cost in a unit that does not depend on what else the machine is doing:
 // callgrind counts the instructions and simulates the caches (a 4 MB last level, a
 // modest share of a shared machine's), and the cost is instructions + 10 per first-level
-// miss + 100 per last-level miss. Two runs under callgrind, one that folds the workload
+// miss + 100 per last-level miss. With --parsed, each event reaches the fold parsed from
+// its JSON, as in a replay from a log (short ids interned, strings flat), instead of as the
+// generator's object. Two runs under callgrind, one that folds the workload
 // and one that only generates it, both after the same warm-up; their difference is the
 // fold. The same build gives the same figure to within a few hundredths of a percent.
 // Between two builds, the JIT's own choices move it by a percent or two either way, so a
@@ -29,8 +31,9 @@ const arg = (name, fallback) => {
 const sessions = Number(arg("sessions", "1000"));
 const events = Number(arg("events", "300000"));
 const against = arg("against", undefined);
+const parsed = process.argv.includes("--parsed");
 if (!Number.isInteger(sessions) || sessions < 1 || !Number.isInteger(events) || events < 10 * sessions) {
-  console.error("usage: npm run bench:cost -- [--sessions N] [--events M (at least 10 per session)] [--against DIST]");
+  console.error("usage: npm run bench:cost -- [--sessions N] [--events M (at least 10 per session)] [--parsed] [--against DIST]");
   process.exit(2);
 }
 if (spawnSync("valgrind", ["--version"]).status !== 0) {
@@ -56,6 +59,7 @@ function measure(dist, mode) {
     mode,
     String(sessions),
     String(events),
+    parsed ? "parsed" : "objects",
   ];
   return new Promise((done, fail) => {
     const child = spawn("valgrind", args, { stdio: ["ignore", "ignore", "pipe"] });
