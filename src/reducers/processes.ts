@@ -53,9 +53,6 @@ export function processExited(state: State, e: Stored<EventOf<"process.exited">>
     forgetProcess(state, e.process, owner);
     return;
   }
-  // The exit may name the command when no start was recorded.
-  const context = e.command !== undefined && e.command !== proc.context.command ? { ...proc.context, command: e.command } : proc.context;
-  const item = makeItem("completion", e, e.process, owner, context);
   if (proc.consumed) {
     // A kill (say) recorded before the exit: the agent already has the result.
     out.note?.({ seq: e.seq, member: e.process, itemSeq: e.seq, fate: { what: "consumed", act: proc.consumed.act, at: proc.consumed.seq } });
@@ -63,7 +60,9 @@ export function processExited(state: State, e: Stored<EventOf<"process.exited">>
     return;
   }
   if (known === undefined) state.processes.set(e.process, proc);
-  place(state, item, e.seq, out);
+  // The exit may name the command when no start was recorded.
+  const context = e.command !== undefined && e.command !== proc.context.command ? { ...proc.context, command: e.command } : proc.context;
+  place(state, makeItem("completion", e, e.process, owner, context), e.seq, out);
 }
 
 export function processConsumed(state: State, e: Stored<EventOf<"process.consumed">>): void {

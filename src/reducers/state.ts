@@ -18,9 +18,10 @@ export const turnKindOf: Readonly<Record<ItemKind, TurnKind>> = {
 };
 
 /**
- * What a renderer needs besides the source event, copied when the item is made. A field
- * may be present and undefined: a process's context is made with all its fields at once,
- * so every such context has one shape (see `contextOf` in processes.ts).
+ * What a renderer needs besides the source event. A process's context is made once, when
+ * it starts, and shared by all its items (never changed); a delegation result's, when the
+ * item is made. A field may be present and undefined: a process's context is made with all
+ * its fields at once, so every such context has one shape (see `contextOf` in processes.ts).
  */
 export interface ItemContext {
   readonly command?: string | undefined;
