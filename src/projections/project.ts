@@ -8,7 +8,7 @@ import type { Decisions, Dispatch, Note, OverBudget } from "../reducers/decision
 import { step } from "../reducers/reduce.js";
 import { flushGateway, nextGatewayDeadline } from "../reducers/gateway.js";
 import { lineageTip } from "../reducers/ownership.js";
-import { createState, defaultGateway, turnKindOf, type GatewayOptions, type ParkingLimits, type State } from "../reducers/state.js";
+import { createState, defaultGateway, turnKindOf, type GatewayOptions, type Item, type ParkingLimits, type State } from "../reducers/state.js";
 import { createRenderer, renderText, type Renderer } from "../render/renderer.js";
 
 /** One notification delivered to a conversation (docs/rules.md). */
@@ -82,7 +82,12 @@ export interface ProjectionOptions {
 export class Projection {
   readonly #state: State;
   readonly #renderer: Renderer;
-  #outputs: Output[] = [];
+  /**
+   * What the event being folded decided so far: the first `#decided` entries of one buffer
+   * that is kept (a fresh array per event, grown by a push, reserves room for 17 entries).
+   */
+  readonly #outputs: Output[] = [];
+  #decided = 0;
   readonly #decisions: Decisions;
 
   constructor(options: ProjectionOptions = {}) {
@@ -96,15 +101,24 @@ export class Projection {
   /** Folds one event; returns the turns and status lines it caused, in order. */
   push(event: Stored): Output[] {
     step(this.#state, event, this.#decisions);
-    if (this.#outputs.length === 0) return noOutputs;
+    if (this.#decided === 0) return noOutputs;
     return this.#take();
   }
 
-  /** Hands over what was decided (the array itself: no copy per event that decided something). */
+  /** Hands over what was decided, as an array of its own of exactly that length, and empties the buffer. */
   #take(): Output[] {
-    const outputs = this.#outputs;
-    this.#outputs = [];
+    const n = this.#decided;
+    if (n === 0) return [];
+    const outputs = this.#outputs.slice(0, n);
+    // Nothing handed over stays reachable from here. (Setting the length to 0 would also
+    // let the buffer go, and the next output would grow a new one.)
+    this.#outputs.fill(noOutput, 0, n);
+    this.#decided = 0;
     return outputs;
+  }
+
+  #emit(output: Output): void {
+    this.#outputs[this.#decided++] = output;
   }
 
   /** End of input: flushes every open gateway window (R28). */
@@ -154,23 +168,21 @@ export class Projection {
   #overBudget(o: OverBudget): void {
     if (!o.statusLines) return;
     const items = o.waiting === 1 ? "1 notification waits" : `${o.waiting} notifications wait`;
-    this.#outputs.push({ type: "status", seq: o.seq, item: o.firstItem, session: o.session, member: null, status: `${items} over budget` });
+    this.#emit({ type: "status", seq: o.seq, item: o.firstItem, session: o.session, member: null, status: `${items} over budget` });
   }
 
   #render(d: Dispatch): void {
     if (d.statusLines) {
       for (const item of d.items) {
-        this.#outputs.push({ type: "status", seq: d.seq, item: item.seq, session: d.session, member: item.member, status: this.#renderer.title(item) });
+        this.#emit({ type: "status", seq: d.seq, item: item.seq, session: d.session, member: item.member, status: this.#renderer.title(item) });
       }
     }
-    const members: string[] = [];
-    for (const item of d.items) if (item.member !== null) members.push(item.member);
-    const turn: Turn = { type: "turn", seq: d.seq, session: d.session, consumer: d.consumer, kind: d.kind, members, text: renderText(d, this.#renderer, this.#state.gateway) };
+    const turn: Turn = { type: "turn", seq: d.seq, session: d.session, consumer: d.consumer, kind: d.kind, members: membersOf(d.items), text: renderText(d, this.#renderer, this.#state.gateway) };
     if (d.consumer !== "gateway" || d.kind !== "completions") {
-      this.#outputs.push(turn);
+      this.#emit(turn);
       return;
     }
-    this.#outputs.push({
+    this.#emit({
       ...turn,
       identities: d.items.map((i) => `${i.member}@${i.context.startedAt ?? i.event.at}`),
       entryTexts: d.items.map((i) => renderText({ ...d, items: [i] }, this.#renderer, this.#state.gateway)),
@@ -180,3 +192,16 @@ export class Projection {
 
 const noOutputs: Output[] = [];
 Object.freeze(noOutputs);
+
+/** What an emptied slot of the output buffer holds: nothing a caller ever sees. */
+const noOutput: Output = Object.freeze({ type: "status", seq: 0, item: 0, session: "", member: null, status: "" });
+
+/** The ids of a dispatch's items (a diagnostic about no one process has none), in an array of exactly that length. */
+function membersOf(items: readonly Item[]): string[] {
+  let all = true;
+  for (const item of items) if (item.member === null) all = false;
+  if (all) return items.map((item) => item.member!);
+  const members: string[] = [];
+  for (const item of items) if (item.member !== null) members.push(item.member);
+  return members;
+}

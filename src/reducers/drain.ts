@@ -54,7 +54,7 @@ export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions)
   for (let b = 0; b < batches.length; b++) {
     const batch = batches[b]!;
     if (isCliConsumer(e.consumer)) {
-      session.inbox.push({ consumer: e.consumer, kind: turnKindOf[batch[0]!.kind], items: batch });
+      admit(session, { consumer: e.consumer, kind: turnKindOf[batch[0]!.kind], items: batch });
       noteAll(batch, e.seq, { what: "admitted", session: session.key, consumer: e.consumer }, out);
     } else {
       // R30: each turn takes a token; a CLI turn takes its own at input.taken.
@@ -66,6 +66,12 @@ export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions)
     }
   }
   session.overBudget = 0;
+}
+
+/** Adds a batch to a CLI inbox. An empty inbox becomes a one-entry array (a push would reserve room for 17). */
+function admit(session: Session, entry: InboxEntry): void {
+  if (session.inbox.length === 0) session.inbox = [entry];
+  else session.inbox.push(entry);
 }
 
 /** R30: what a drain could not send for want of a token goes back where it was, in order, and is counted. */
@@ -87,13 +93,31 @@ function countOverBudget(session: Session, items: readonly Item[], seq: number, 
 
 /** R1: every ready, owned, not yet admitted item, in log order. */
 function takeSnapshot(state: State, session: Session, e: Stored<EventOf<"drain">>, out: Decisions): Item[] {
-  const taken: Item[] = [];
-  if (session.queue.length > 0) sift(state, session, session.queue, taken, e, out);
+  let taken: Item[];
+  const queue = session.queue;
+  if (queue.length > 0 && allTaken(state, queue, isCliConsumer(e.consumer))) {
+    // The usual drain takes its whole queue: that array is the snapshot, and the session
+    // starts a new queue (no copy, no array grown item by item).
+    taken = queue;
+    session.queue = [];
+  } else {
+    taken = [];
+    if (queue.length > 0) sift(state, session, queue, taken, e, out);
+  }
   if (state.unaddressed.length > 0) {
     sift(state, session, state.unaddressed, taken, e, out);
     taken.sort((a, b) => a.seq - b.seq);
   }
   return taken;
+}
+
+/** Whether a drain takes every item of `queue` as it is: none moot, none a CLI skips for a poll. */
+function allTaken(state: State, queue: readonly Item[], cli: boolean): boolean {
+  for (const item of queue) {
+    const proc = item.kind === "completion" ? state.processes.get(item.member!) : undefined;
+    if (moot(state, item, proc) !== undefined || (cli && proc?.polledAfterExit !== undefined)) return false;
+  }
+  return true;
 }
 
 /**
@@ -125,7 +149,12 @@ function sift(state: State, session: Session, queue: Item[], taken: Item[], e: S
 }
 
 /** R2: runs of completions become one batch; anything else stands alone. */
-function group(items: readonly Item[]): Item[][] {
+function group(items: Item[]): Item[][] {
+  if (items.length === 0) return [];
+  let completions = 0;
+  for (const item of items) if (item.kind === "completion") completions++;
+  // One batch (all completions, or one item of any kind) is the snapshot itself.
+  if (completions === items.length || items.length === 1) return [items];
   const batches: Item[][] = [];
   let run: Item[] | undefined;
   for (const item of items) {
@@ -145,13 +174,17 @@ export function inputTaken(state: State, e: Stored<EventOf<"input.taken">>, out:
   const entry: InboxEntry | undefined = session?.inbox.shift();
   if (session === undefined || entry === undefined) return;
   // R8: the batch kept its members' identities; consumption since admission leaves them out.
-  const live: Item[] = [];
-  for (const item of entry.items) {
+  // Usually every member is still live, and the entry's own array is sent as it is.
+  const items = entry.items;
+  let live = items;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
     const fate = moot(state, item);
     if (fate) {
+      if (live === items) live = items.slice(0, i);
       out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate });
       release(state, item);
-    } else {
+    } else if (live !== items) {
       live.push(item);
     }
   }

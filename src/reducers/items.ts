@@ -3,10 +3,20 @@
  * ready, kept in log order in a queue, and released when it reaches its end.
  */
 import type { Stored } from "../events/schema.js";
-import { rememberedOwners, type Item, type ItemContext, type ItemKind, type State } from "./state.js";
+import { rememberedOwners, type Item, type ItemContext, type ItemKind, type Session, type State } from "./state.js";
 
 export function makeItem(kind: ItemKind, event: Stored, member: string | null, owner: string | undefined, context: ItemContext): Item {
   return { seq: event.seq, kind, member, owner, event, context };
+}
+
+/**
+ * Puts a ready item in a session's queue, in log order. An empty queue becomes a
+ * one-item array: most drains empty the queue, and an array grown from empty by a push
+ * reserves room for 17 items.
+ */
+export function enqueue(session: Session, item: Item): void {
+  if (session.queue.length === 0) session.queue = [item];
+  else insertInOrder(session.queue, item);
 }
 
 /** Appends, or inserts by seq when an item comes back from parking or another queue. */

@@ -5,7 +5,7 @@
  */
 import type { Decisions } from "./decisions.js";
 import { gatewayAdmit } from "./gateway.js";
-import { insertInOrder, release } from "./items.js";
+import { enqueue, release } from "./items.js";
 import type { Item, Session, State } from "./state.js";
 
 /** Follows an extra key to its session, then compression successors to the tip. */
@@ -33,7 +33,7 @@ export function place(state: State, item: Item, seq: number, out: Decisions): vo
   if (tip !== undefined && isLive(tip) && tip.surface === "gateway") {
     gatewayAdmit(state, tip, item, seq, out);
   } else if (tip !== undefined && isLive(tip)) {
-    insertInOrder(tip.queue, item);
+    enqueue(tip, item);
     out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what: "queued", session: tip.key } });
   } else if (tip?.closed === "user") {
     out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what: "dropped", owner: item.owner } });
@@ -75,7 +75,7 @@ export function unpark(state: State, seq: number, out: Decisions): void {
     if (tip === undefined || !isLive(tip)) continue;
     state.parked.splice(state.parked.indexOf(item), 1);
     delete item.parkedAt;
-    insertInOrder(tip.queue, item);
+    enqueue(tip, item);
     out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what: "unparked", session: tip.key } });
   }
 }
