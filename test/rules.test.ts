@@ -291,6 +291,40 @@ describe("process and delegation details", () => {
     expect(turnsOf(h)).toEqual([]);
   });
 
+  it("a delegation result's text: status and duration, goal, summary, error, then each task's section", () => {
+    const h = new History().open("s1").add({ type: "delegation.dispatched", at: 0, delegation: "d1", owner: "s1", goals: ["lint", "test", "docs"] });
+    h.add({
+      type: "delegation.completed",
+      at: 0,
+      delegation: "d1",
+      status: "partial",
+      durationMs: 95_000,
+      summary: "two of three",
+      error: "one task failed",
+      results: [
+        { status: "completed", summary: "clean" },
+        { taskIndex: 2, goal: "write the docs", status: "failed", error: "no access" },
+        { status: "completed" },
+      ],
+    });
+    h.add({ type: "delegation.dispatched", at: 0, delegation: "d2", owner: "s1", goal: "find the leak" }).add({ type: "delegation.completed", at: 0, delegation: "d2", status: "completed" });
+    h.drain("s1");
+    expect(turnsOf(h).map((t) => t.text)).toEqual([
+      [
+        'Subagent d1 finished with status "partial" after 1m 35s.',
+        "Summary: two of three",
+        "Error: one task failed",
+        "",
+        "Task 1: lint (completed)\nclean",
+        "",
+        "Task 3: write the docs (failed)\nError: no access",
+        "",
+        "Task 3: docs (completed)",
+      ].join("\n"),
+      'Subagent d2 finished with status "completed".\nGoal: find the leak',
+    ]);
+  });
+
   it("a delivered delegation's second copy makes no turn and does not split a completion run", () => {
     const h = new History().open("s1").delegate("d1", "s1").delegationDone("d1").drain("s1");
     h.completions("s1", ["p1"]).delegationDone("d1").completions("s1", ["p2"]).drain("s1");

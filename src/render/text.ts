@@ -95,19 +95,24 @@ export function delegationText(item: Item): string {
     return `Subagent ${e.delegation}: task ${e.taskIndex + 1} failed (the others keep running; this is not the final result).\nError: ${e.error}`;
   }
   if (e.type !== "delegation.completed") return `Subagent notice: ${e.type}`;
-  const lines = [`Subagent ${e.delegation} finished with status "${e.status}"${e.durationMs !== undefined ? ` after ${duration(e.durationMs)}` : ""}.`];
-  if (item.context.goal !== undefined) lines.push(`Goal: ${item.context.goal}`);
-  if (e.summary !== undefined) lines.push(`Summary: ${e.summary}`);
-  if (e.error !== undefined) lines.push(`Error: ${e.error}`);
-  (e.results ?? []).forEach((unit, i) => {
-    const index = unit.taskIndex ?? i;
-    const goal = unit.goal ?? item.context.goals?.[index];
-    const section = [`Task ${index + 1}${goal !== undefined ? `: ${goal}` : ""} (${unit.status})`];
-    if (unit.summary !== undefined) section.push(unit.summary);
-    if (unit.error !== undefined) section.push(`Error: ${unit.error}`);
-    lines.push("", section.join("\n"));
-  });
-  return lines.join("\n");
+  // Built line by line into one string (no array of lines, no callback per task).
+  let text = `Subagent ${e.delegation} finished with status "${e.status}"${e.durationMs !== undefined ? ` after ${duration(e.durationMs)}` : ""}.`;
+  const { goal, goals } = item.context;
+  if (goal !== undefined) text += `\nGoal: ${goal}`;
+  if (e.summary !== undefined) text += `\nSummary: ${e.summary}`;
+  if (e.error !== undefined) text += `\nError: ${e.error}`;
+  const results = e.results;
+  if (results !== undefined) {
+    for (let i = 0; i < results.length; i++) {
+      const unit = results[i]!;
+      const index = unit.taskIndex ?? i;
+      const unitGoal = unit.goal ?? goals?.[index];
+      text += `\n\nTask ${index + 1}${unitGoal !== undefined ? `: ${unitGoal}` : ""} (${unit.status})`;
+      if (unit.summary !== undefined) text += `\n${unit.summary}`;
+      if (unit.error !== undefined) text += `\nError: ${unit.error}`;
+    }
+  }
+  return text;
 }
 
 export function duration(ms: number): string {
