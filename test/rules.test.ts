@@ -291,6 +291,26 @@ describe("process and delegation details", () => {
     expect(turnsOf(h)).toEqual([]);
   });
 
+  it("a watch hit's text names the pattern, the process and its command, and how many lines the cooldown held back", () => {
+    const h = new History().open("s1").start("p1", "s1").watch("p1", "ERROR one\n");
+    h.add({ type: "watch.matched", at: 0, process: "p1", pattern: "ERROR", output: "ERROR two", suppressed: 1 });
+    // A process with no start recorded has no command, and its hit is unaddressed: this drain takes it.
+    h.add({ type: "watch.matched", at: 0, process: "bare", pattern: "WARN", output: "", suppressed: 3 }).drain("s1");
+    expect(turnsOf(h).map((t) => t.text)).toEqual([
+      'Watch pattern "ERROR" matched in background process p1 (job p1):\nERROR one',
+      'Watch pattern "ERROR" matched in background process p1 (job p1):\nERROR two\n[1 more matching line was held back by the cooldown]',
+      'Watch pattern "WARN" matched in background process bare:\n(no output)\n[3 more matching lines were held back by the cooldown]',
+    ]);
+  });
+
+  it("a batch's text is its header, then each member's own text, a blank line apart", () => {
+    const h = new History().open("s1").completions("s1", ["p1", "p2", "p3"], { p2: 3 }).drain("s1");
+    const texts = ["p1", "p2", "p3"].map((id) => soloText(id, id === "p2" ? 3 : 0));
+    expect(turnsOf(h).map((t) => t.text)).toEqual([
+      [`3 background processes finished (1 of them failed). Answer them together in one reply, and keep every failure in it.`, ...texts].join("\n\n"),
+    ]);
+  });
+
   it("a delegation result's text: status and duration, goal, summary, error, then each task's section", () => {
     const h = new History().open("s1").add({ type: "delegation.dispatched", at: 0, delegation: "d1", owner: "s1", goals: ["lint", "test", "docs"] });
     h.add({

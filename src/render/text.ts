@@ -50,20 +50,27 @@ export function completionText(item: Item): string {
   return text;
 }
 
+/** How many of the items' processes failed. */
+function failedCount(items: readonly Item[]): number {
+  let failed = 0;
+  for (const item of items) if (isFailure(item.event as Exited)) failed++;
+  return failed;
+}
+
 export function batchText(memberTexts: readonly string[], items: readonly Item[]): string {
-  const failed = items.filter((i) => isFailure(i.event as Exited)).length;
+  const failed = failedCount(items);
   const failures = failed === 0 ? "none failed" : failed === 1 ? "1 of them failed" : `${failed} of them failed`;
   const header =
     `${memberTexts.length} background processes finished (${failures}). ` +
     `Answer them together in one reply, and keep every failure in it.`;
-  return [header, ...memberTexts].join("\n\n");
+  return memberTexts.length === 0 ? header : `${header}\n\n${memberTexts.join("\n\n")}`;
 }
 
 export function watchText(item: Item): string {
   const e = item.event as Stored<EventOf<"watch.matched">>;
-  const lines = [`Watch pattern "${e.pattern}" matched in background process ${e.process}${item.context.command ? ` (${item.context.command})` : ""}:`, fenced(e.output)];
-  if (e.suppressed > 0) lines.push(`[${e.suppressed} more matching line${e.suppressed === 1 ? " was" : "s were"} held back by the cooldown]`);
-  return lines.join("\n");
+  const text = `Watch pattern "${e.pattern}" matched in background process ${e.process}${item.context.command ? ` (${item.context.command})` : ""}:\n${fenced(e.output)}`;
+  if (e.suppressed > 0) return `${text}\n[${e.suppressed} more matching line${e.suppressed === 1 ? " was" : "s were"} held back by the cooldown]`;
+  return text;
 }
 
 export function heartbeatText(item: Item): string {
@@ -124,7 +131,7 @@ export function duration(ms: number): string {
 
 /** A gateway message for several completions of one route: details for the first few, a count of the rest. */
 export function gatewayBatchText(items: readonly Item[], limits: { maxDetails: number; detailChars: number }): string {
-  const failed = items.filter((i) => isFailure(i.event as Exited)).length;
+  const failed = failedCount(items);
   const header = `${items.length} background processes finished (${failed === 0 ? "none failed" : `${failed} failed`}).`;
   const details = items.slice(0, limits.maxDetails).map((item) => completionText(withOutputCut(item, limits.detailChars)));
   const rest = items.length - details.length;
