@@ -8,12 +8,12 @@
 // its JSON, as in a replay from a log (short ids interned, strings flat), instead of as the
 // generator's object. Two runs under callgrind, one that folds the workload
 // and one that only generates it, both after the same warm-up; their difference is the
-// fold. Repeatable, not exact: one build's runs have agreed to a few hundredths of a
-// percent on one machine and differed by 6.7% on another day (the collector and the JIT
-// still time some of their choices). Between two builds, the JIT's own choices add a
-// percent or two either way. Run each build at least twice and read a difference smaller
-// than that spread, or under about 3%, as no difference (README, Benchmarks); still far
-// finer than wall time on these machines, which varies by a fifth from run to run.
+// fold. Node runs in V8's predictable mode, so one build's runs agree to a few
+// thousandths of a percent (without it, they once varied by a third: valgrind's slowness
+// moves the collector's and the JIT's timed decisions). Between two builds, the JIT's own
+// choices move the figure by a percent or two either way, so a difference under about 3%
+// is no difference (README, Benchmarks); still far finer than wall time on these
+// machines, which varies by a fifth from run to run.
 //
 // It is a model, not a clock: memory stalls weigh more on real hardware, and it says
 // nothing about time. Use it to compare two builds (--against the dist folder of
@@ -54,7 +54,9 @@ function measure(dist, mode) {
     "--LL=4194304,16,64",
     `--callgrind-out-file=${out}`,
     process.execPath,
-    "--single-threaded",
+    // Predictable mode: no background threads, no timers steering the collector or the
+    // JIT. Without it, runs of one build under valgrind varied by up to a third.
+    "--predictable",
     "--max-semi-space-size=64",
     join(here, "fold-cost-run.mjs"),
     dist,
