@@ -41,11 +41,11 @@ export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions)
   if (session === undefined || !isLive(session)) return;
   if (selfDraining[session.surface] === true) {
     // R18: headless surfaces are read on request; the gateway has its own window (§7).
-    noteAll(session.queue, e.seq, { what: "headless", session: session.key, surface: session.surface }, out);
+    if (out.note) noteAll(session.queue, e.seq, { what: "headless", session: session.key, surface: session.surface }, out);
     return;
   }
   if (session.busy) {
-    noteAll(session.queue, e.seq, { what: "busy", session: session.key }, out);
+    if (out.note) noteAll(session.queue, e.seq, { what: "busy", session: session.key }, out);
     return;
   }
   if (session.queue.length === 0 && state.unaddressed.length === 0) return;
@@ -55,7 +55,7 @@ export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions)
     const batch = batches[b]!;
     if (isCliConsumer(e.consumer)) {
       admit(session, { consumer: e.consumer, kind: turnKindOf[batch[0]!.kind], items: batch });
-      noteAll(batch, e.seq, { what: "admitted", session: session.key, consumer: e.consumer }, out);
+      if (out.note) noteAll(batch, e.seq, { what: "admitted", session: session.key, consumer: e.consumer }, out);
     } else {
       // R30: each turn takes a token; a CLI turn takes its own at input.taken.
       if (!takeToken(session, state.now)) {
