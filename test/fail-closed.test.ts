@@ -81,6 +81,21 @@ describe("delegation results make at most one item", () => {
     expect(turnsOf(events)).toEqual(["s1:delegation:d1", "s1:delegation:d1"]);
     expect(replay(events).turns.map((t) => t.text.match(/task (\d)/)?.[1] ?? t.text.slice(0, 60))).toHaveLength(2);
   });
+
+  it("a restored copy of a delivered delegation, its dispatch record included, makes no second turn however much later it comes", () => {
+    // Why the fold keeps the id of every settled delegation (the one part of its state that
+    // grows with the history, about 50 bytes a delegation): without it, a restore that
+    // appends the dispatch record again would make the old result an item again.
+    const dispatched = (id: string): Loose => ({ type: "delegation.dispatched", delegation: id, owner: "s1", goal: `find ${id}` });
+    const completed = (id: string): Loose => ({ type: "delegation.completed", delegation: id, status: "completed", summary: `found ${id}` });
+    const events: Loose[] = [open("s1"), dispatched("d0"), completed("d0"), drain("s1")];
+    // Far more settlements than any bounded memory of recent ones would hold.
+    for (let i = 1; i <= 3 * rememberedOwners; i++) events.push(dispatched(`d${i}`), completed(`d${i}`), drain("s1"));
+    events.push(dispatched("d0"), completed("d0"), drain("s1"));
+    const turns = turnsOf(stored(events));
+    expect(turns.filter((t) => t === "s1:delegation:d0")).toHaveLength(1);
+    expect(turns).toHaveLength(3 * rememberedOwners + 1);
+  });
 });
 
 describe("the global watch breaker (R21)", () => {

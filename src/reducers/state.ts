@@ -156,7 +156,12 @@ export interface State {
   releasedOwners: Map<string, string | undefined>;
   /** The generation before `releasedOwners`; dropped whole when that one fills. */
   releasedEarlier: Map<string, string | undefined>;
-  /** Delegations whose result reached a session (or was settled by the ledger): never again. */
+  /**
+   * Delegations whose result reached a session (or was settled by the ledger): never again.
+   * The one part of the state that grows with the history (about 50 bytes an id), on
+   * purpose: a restored copy of an old result, dispatch record included, must make no item
+   * however late it comes, so this is not bounded as `releasedOwners` is.
+   */
   readonly settled: Set<string>;
   /** Items with no owner, for the first session that drains. */
   readonly unaddressed: Item[];
