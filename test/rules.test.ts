@@ -7,6 +7,7 @@ import type { DrainConsumer } from "../src/events/index.js";
 import { replay } from "../src/projections/replay.js";
 import { Projection } from "../src/projections/project.js";
 import { History, ids } from "./support/history.js";
+import { turnKindOf, turnKindOfItem, type Item, type ItemKind } from "../src/reducers/state.js";
 
 const turnsOf = (h: History) => replay(h.events).turns;
 const brief = (h: History) => turnsOf(h).map((t) => `${t.kind}:${t.members.join(",")}`);
@@ -278,6 +279,12 @@ describe("busy, surfaces and context (R15–R19)", () => {
 });
 
 describe("process and delegation details", () => {
+  it("every item kind makes the same turn kind by the table and by the drain's comparisons", () => {
+    for (const kind of Object.keys(turnKindOf) as ItemKind[]) {
+      expect(turnKindOfItem({ kind } as Item)).toBe(turnKindOf[kind]);
+    }
+  });
+
   it("notify:false makes no completion, unless watching was disabled; an exit with no start notifies", () => {
     const h = new History().open("s1").start("quiet", "s1", { notify: false }).exit("quiet");
     h.start("watched", "s1", { notify: false, watch: ["E"] }).add({ type: "watch.disabled", at: 0, process: "watched", reason: "lifetime", suppressed: 0 });

@@ -10,10 +10,16 @@ import type { Decisions, Fate } from "./decisions.js";
 import { nextTokenAt, takeToken } from "./budget.js";
 import { insertInOrder, release } from "./items.js";
 import { isLive } from "./ownership.js";
-import { turnKindOf, type InboxEntry, type Item, type Session, type State } from "./state.js";
+import { turnKindOfItem, type InboxEntry, type Item, type Session, type State } from "./state.js";
 
-/** Surfaces whose drains admit nothing here: headless ones (R18) and the gateway (§7). */
-const selfDraining: Record<string, boolean> = { api: true, acp: true, oneshot: true, gateway: true };
+/**
+ * Surfaces whose drains admit nothing here: headless ones (R18) and the gateway (§7).
+ * (Comparisons rather than a lookup table: a table read with a different key at each
+ * drain is a megamorphic keyed load.)
+ */
+function selfDraining(surface: string): boolean {
+  return surface === "api" || surface === "acp" || surface === "oneshot" || surface === "gateway";
+}
 
 export function isCliConsumer(consumer: string): boolean {
   return consumer.startsWith("cli-");
@@ -39,7 +45,7 @@ function noteAll(items: readonly Item[], seq: number, fate: Fate, out: Decisions
 export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions): void {
   const session = state.sessions.get(e.session);
   if (session === undefined || !isLive(session)) return;
-  if (selfDraining[session.surface] === true) {
+  if (selfDraining(session.surface)) {
     // R18: headless surfaces are read on request; the gateway has its own window (§7).
     if (out.note) noteAll(session.queue, e.seq, { what: "headless", session: session.key, surface: session.surface }, out);
     return;
@@ -54,7 +60,7 @@ export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions)
   for (let b = 0; b < batches.length; b++) {
     const batch = batches[b]!;
     if (isCliConsumer(e.consumer)) {
-      admit(session, { consumer: e.consumer, kind: turnKindOf[batch[0]!.kind], items: batch });
+      admit(session, { consumer: e.consumer, kind: turnKindOfItem(batch[0]!), items: batch });
       if (out.note) noteAll(batch, e.seq, { what: "admitted", session: session.key, consumer: e.consumer }, out);
     } else {
       // R30: each turn takes a token; a CLI turn takes its own at input.taken.
@@ -62,7 +68,7 @@ export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions)
         holdOverBudget(state, session, batches.slice(b), e, out);
         return;
       }
-      send(state, session, e.seq, e.consumer, turnKindOf[batch[0]!.kind], batch, true, out);
+      send(state, session, e.seq, e.consumer, turnKindOfItem(batch[0]!), batch, true, out);
     }
   }
   session.overBudget = 0;

@@ -30,9 +30,11 @@ export function place(state: State, item: Item, seq: number, out: Decisions): vo
     return;
   }
   const tip = lineageTip(state, item.owner);
-  if (tip !== undefined && isLive(tip) && tip.surface === "gateway") {
-    gatewayAdmit(state, tip, item, seq, out);
-  } else if (tip !== undefined && isLive(tip)) {
+  if (tip !== undefined && isLive(tip)) {
+    if (tip.surface === "gateway") {
+      gatewayAdmit(state, tip, item, seq, out);
+      return;
+    }
     enqueue(tip, item);
     out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what: "queued", session: tip.key } });
   } else if (tip?.closed === "user") {

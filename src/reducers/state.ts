@@ -23,6 +23,12 @@ export const turnKindOf: Readonly<Record<ItemKind, TurnKind>> = {
  * item is made. A field may be present and undefined: a process's context is made with all
  * its fields at once, so every such context has one shape (see `contextOf` in processes.ts).
  */
+/** `turnKindOf[item.kind]` as comparisons: a table read with a key that changes from item to item is a megamorphic keyed load. */
+export function turnKindOfItem(item: Item): TurnKind {
+  const kind = item.kind;
+  return kind === "completion" ? "completions" : kind;
+}
+
 export interface ItemContext {
   readonly command?: string | undefined;
   readonly ownerTask?: string | undefined;
