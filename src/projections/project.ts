@@ -109,10 +109,13 @@ export class Projection {
   #take(): Output[] {
     const n = this.#decided;
     if (n === 0) return [];
-    const outputs = this.#outputs.slice(0, n);
+    const buffer = this.#outputs;
+    const outputs = buffer.slice(0, n);
     // Nothing handed over stays reachable from here. (Setting the length to 0 would also
-    // let the buffer go, and the next output would grow a new one.)
-    this.#outputs.fill(noOutput, 0, n);
+    // let the buffer go, and the next output would grow a new one. A loop, because
+    // `fill` with a range runs in V8's runtime, not in generated code: half a percent of
+    // the fold in a per-function breakdown, for one to three stores.)
+    for (let i = 0; i < n; i++) buffer[i] = noOutput;
     this.#decided = 0;
     return outputs;
   }
