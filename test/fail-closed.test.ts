@@ -175,6 +175,14 @@ describe("a process id used again after its completion was settled", () => {
     expect(turnsOf(events)).toEqual(["s1:completions:p1"]);
   });
 
+  it("a watch hit of the first run, still queued when the id starts again, names the first run's command", () => {
+    // The process record is its items' context: a second start must not rewrite what an
+    // item of the earlier run already holds.
+    const again = { type: "process.started", process: "p1", owner: "s1", command: "run p1 --second", notify: true };
+    const events = log(open("s1"), started("p1", "s1"), hit("p1"), again, hit("p1"), drain("s1"));
+    expect(replay(events).turns.map((t) => t.text.match(/\((run p1[^)]*)\)/)?.[1])).toEqual(["run p1", "run p1 --second"]);
+  });
+
   it("a consumption after the settlement, with no later run, still changes nothing", () => {
     const read = { type: "process.consumed", process: "p1", act: "log" };
     const events = log(open("s1"), started("p1", "s1"), exited("p1"), drain("s1"), read, hit("p1"), drain("s1"));

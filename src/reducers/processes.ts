@@ -8,10 +8,14 @@ import { forgetProcess, isReleased, makeItem, releasedOwner } from "./items.js";
 import { place } from "./ownership.js";
 import type { ItemContext, ItemKind, Proc, State } from "./state.js";
 
+/** A process no start was recorded for (an exit or a consumption came first): no context. */
 function newProc(): Proc {
   return {
     owner: undefined,
-    context: noContext,
+    startedAt: undefined,
+    command: undefined,
+    ownerTask: undefined,
+    handoffNote: undefined,
     notify: true,
     watchDisabled: false,
     exited: false,
@@ -23,22 +27,27 @@ function newProc(): Proc {
 const noContext: ItemContext = Object.freeze({});
 
 /**
- * Every field in one literal, absent ones undefined: one object of one shape per process.
- * (Adding the fields one by one gave contexts several shapes, and each added field past
- * the first an extra backing store to allocate and, as contexts live as long as their
- * process, to copy at every young-generation collection.)
+ * A started process, every field in one literal in the same order as `newProc` (one shape
+ * for all records). A second start of a known id keeps what its record knew of the exit,
+ * consumption and polls, in a new record: items of the earlier run keep theirs as context.
  */
-function contextOf(e: Stored<EventOf<"process.started">>): ItemContext {
-  return { startedAt: e.at, command: e.command, ownerTask: e.ownerTask, handoffNote: e.handoffNote };
+function startedProc(e: Stored<EventOf<"process.started">>, known: Proc | undefined): Proc {
+  return {
+    owner: e.owner,
+    startedAt: e.at,
+    command: e.command,
+    ownerTask: e.ownerTask,
+    handoffNote: e.handoffNote,
+    notify: e.notify,
+    watchDisabled: known?.watchDisabled ?? false,
+    exited: known?.exited ?? false,
+    consumed: known?.consumed,
+    polledAfterExit: known?.polledAfterExit,
+  };
 }
 
 export function processStarted(state: State, e: Stored<EventOf<"process.started">>): void {
-  const known = state.processes.get(e.process);
-  const proc = known ?? newProc();
-  proc.owner = e.owner;
-  proc.notify = e.notify;
-  proc.context = contextOf(e);
-  if (known === undefined) state.processes.set(e.process, proc);
+  state.processes.set(e.process, startedProc(e, state.processes.get(e.process)));
 }
 
 export function processExited(state: State, e: Stored<EventOf<"process.exited">>, out: Decisions): void {
@@ -61,7 +70,10 @@ export function processExited(state: State, e: Stored<EventOf<"process.exited">>
   }
   if (known === undefined) state.processes.set(e.process, proc);
   // The exit may name the command when no start was recorded.
-  const context = e.command !== undefined && e.command !== proc.context.command ? { ...proc.context, command: e.command } : proc.context;
+  const context: ItemContext =
+    e.command !== undefined && e.command !== proc.command
+      ? { command: e.command, ownerTask: proc.ownerTask, handoffNote: proc.handoffNote, startedAt: proc.startedAt }
+      : proc;
   place(state, makeItem("completion", e, e.process, owner, context), e.seq, out);
 }
 
@@ -96,7 +108,7 @@ export function processNotice(state: State, e: Stored<ProcessItemEvent>, out: De
   const kind: ItemKind = e.type === "watch.matched" ? "watch" : e.type === "heartbeat" ? "heartbeat" : "diagnostic";
   // After its completion was settled, a process's notices still go to its owner only.
   const owner = proc ? proc.owner : releasedOwner(state, e.process);
-  place(state, makeItem(kind, e, e.process, owner, proc?.context ?? noContext), e.seq, out);
+  place(state, makeItem(kind, e, e.process, owner, proc ?? noContext), e.seq, out);
 }
 
 /** Watch overflow is a diagnostic about no one process: unaddressed. */

@@ -36,7 +36,7 @@ export interface ItemContext {
   readonly goal?: string;
   readonly goals?: readonly string[];
   /** When its process started (event time): with the id, the identity the gateway remembers. */
-  readonly startedAt?: number;
+  readonly startedAt?: number | undefined;
 }
 
 /** Something ready to notify (docs/rules.md). Its identity is the seq of the event that made it. */
@@ -82,13 +82,19 @@ export interface Session {
   overBudget: number;
 }
 
-export interface Proc {
+/**
+ * A process the fold knows. It is also the context of its items: its command, subagent
+ * task, handoff note and start time are set when it starts and never change (a second
+ * start of the same id makes a new record), so its items render what their run was.
+ * (One object per running process rather than a record and a context: running processes
+ * are most of what the fold keeps, and every object kept is copied by the collector.)
+ */
+export interface Proc extends ItemContext {
   owner: string | undefined;
-  /**
-   * Its command, subagent task and handoff note, with its start time: built once at the
-   * start and shared by every item of this process (never mutated).
-   */
-  context: ItemContext;
+  readonly startedAt: number | undefined;
+  readonly command: string | undefined;
+  readonly ownerTask: string | undefined;
+  readonly handoffNote: string | undefined;
   notify: boolean;
   watchDisabled: boolean;
   exited: boolean;
