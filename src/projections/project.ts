@@ -151,7 +151,7 @@ export class Projection {
     if (tip === undefined) return [];
     return [...tip.queue, ...this.#state.unaddressed]
       .sort((a, b) => a.seq - b.seq)
-      .map((item) => ({ seq: item.seq, member: item.member, kind: turnKindOf[item.kind], title: this.#renderer.title(item) }));
+      .map((item) => ({ seq: item.seq, member: item.member, kind: turnKindOf(item.kind), title: this.#renderer.title(item) }));
   }
 
   /**

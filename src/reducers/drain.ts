@@ -10,7 +10,7 @@ import type { Decisions, Fate } from "./decisions.js";
 import { nextTokenAt, takeToken } from "./budget.js";
 import { insertInOrder, release } from "./items.js";
 import { isLive } from "./ownership.js";
-import { turnKindOfItem, type InboxEntry, type Item, type Session, type State } from "./state.js";
+import { turnKindOf, type InboxEntry, type Item, type Session, type State } from "./state.js";
 
 /**
  * Surfaces whose drains admit nothing here: headless ones (R18) and the gateway (§7).
@@ -60,7 +60,7 @@ export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions)
   for (let b = 0; b < batches.length; b++) {
     const batch = batches[b]!;
     if (isCliConsumer(e.consumer)) {
-      admit(session, { consumer: e.consumer, kind: turnKindOfItem(batch[0]!), items: batch });
+      admit(session, { consumer: e.consumer, kind: turnKindOf(batch[0]!.kind), items: batch });
       if (out.note) noteAll(batch, e.seq, { what: "admitted", session: session.key, consumer: e.consumer }, out);
     } else {
       // R30: each turn takes a token; a CLI turn takes its own at input.taken.
@@ -68,7 +68,7 @@ export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions)
         holdOverBudget(state, session, batches.slice(b), e, out);
         return;
       }
-      send(state, session, e.seq, e.consumer, turnKindOfItem(batch[0]!), batch, true, out);
+      send(state, session, e.seq, e.consumer, turnKindOf(batch[0]!.kind), batch, true, out);
     }
   }
   session.overBudget = 0;

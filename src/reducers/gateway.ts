@@ -7,7 +7,7 @@
  */
 import type { Decisions } from "./decisions.js";
 import { release } from "./items.js";
-import { turnKindOfItem, type GatewayWindow, type Item, type Session, type State } from "./state.js";
+import { turnKindOf, type GatewayWindow, type Item, type Session, type State } from "./state.js";
 
 /** The route of a gateway session: its key and every field of its chat address. */
 export function routeKey(session: Session): string {
@@ -18,7 +18,7 @@ export function routeKey(session: Session): string {
 export function gatewayAdmit(state: State, session: Session, item: Item, seq: number, out: Decisions): void {
   const windowed = item.kind === "completion" || (item.kind === "delegation" && item.event.type === "delegation.completed");
   if (!windowed) {
-    out.dispatch({ seq, session: session.key, consumer: "gateway", kind: turnKindOfItem(item), items: [item], statusLines: false });
+    out.dispatch({ seq, session: session.key, consumer: "gateway", kind: turnKindOf(item.kind), items: [item], statusLines: false });
     out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what: "dispatched", session: session.key, consumer: "gateway", members: item.member ? [item.member] : [] } });
     release(state, item);
     return;

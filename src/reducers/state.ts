@@ -1,34 +1,30 @@
 /**
  * The projection's state. Plain data, keyed so that one event touches a small object.
  * Every item lives in exactly one place at a time (a session queue, an inbox entry, the
- * unaddressed queue or the parking lot), and refers to processes and sessions by id,
- * never by reference: that keeps the state a tree, as immer requires.
+ * unaddressed queue or the parking lot), and refers to processes and sessions by id.
+ * One object is shared: a process item's context is the process's record, whose context
+ * fields never change once made, so an immer copy of the record (its flags changed) and the
+ * item's reference to the original always agree on what the item renders.
  */
 import type { Budget, DrainConsumer, Route, Stored, Surface, TurnKind } from "../events/schema.js";
 
 export type ItemKind = "completion" | "watch" | "heartbeat" | "delegation" | "diagnostic";
 
-/** The kind of turn an item makes on its own (a run of completions is one `completions` turn). */
-export const turnKindOf: Readonly<Record<ItemKind, TurnKind>> = {
-  completion: "completions",
-  watch: "watch",
-  heartbeat: "heartbeat",
-  delegation: "delegation",
-  diagnostic: "diagnostic",
-};
+/**
+ * The kind of turn an item makes on its own (a run of completions is one `completions`
+ * turn; every other kind has its own name). Comparisons, not a lookup table: a table read
+ * with a key that changes from item to item is a megamorphic keyed load on the drain path.
+ */
+export function turnKindOf(kind: ItemKind): TurnKind {
+  return kind === "completion" ? "completions" : kind;
+}
 
 /**
  * What a renderer needs besides the source event. A process's context is made once, when
  * it starts, and shared by all its items (never changed); a delegation result's, when the
- * item is made. A field may be present and undefined: a process's context is made with all
- * its fields at once, so every such context has one shape (see `contextOf` in processes.ts).
+ * item is made. A field may be present and undefined: a process's context is its record
+ * (`Proc`), made with all its fields at once, so every such context has one shape.
  */
-/** `turnKindOf[item.kind]` as comparisons: a table read with a key that changes from item to item is a megamorphic keyed load. */
-export function turnKindOfItem(item: Item): TurnKind {
-  const kind = item.kind;
-  return kind === "completion" ? "completions" : kind;
-}
-
 export interface ItemContext {
   readonly command?: string | undefined;
   readonly ownerTask?: string | undefined;
