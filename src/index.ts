@@ -53,8 +53,21 @@ export { createRenderer, defaultRenderer, type Renderer } from "./render/rendere
 export { explanationText } from "./render/explain.js";
 
 // The session timeline report (R32).
-export { ReportBuilder, type ReportData, type ReportOptions, type ReportLane, type ReportTurn, type ReportSuppressed, type SuppressedWhy } from "./report/data.js";
-export { reportHtml } from "./report/html.js";
+export {
+  ReportBuilder,
+  buildReport,
+  mergeReportParts,
+  type ReportData,
+  type ReportEventColumns,
+  type ReportOptions,
+  type ReportPart,
+  type ReportSummary,
+  type ReportLane,
+  type ReportTurn,
+  type ReportSuppressed,
+  type SuppressedWhy,
+} from "./report/data.js";
+export { ReportPage, reportHtml } from "./report/html.js";
 
 // The delegation ledger.
 export { defaultLedgerPolicy, type LedgerPolicy, type LedgerRow, type Delivery, type Refusal } from "./reducers/ledger.js";

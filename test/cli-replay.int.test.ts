@@ -1,7 +1,8 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { mergeReportParts, type ReportPart } from "../src/report/data.js";
 import { cli } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";
 
@@ -140,7 +141,8 @@ describe("turnfold report", () => {
     expect(logged.code).toBe(0);
     expect(logged.stderr).toContain("3 lanes, 6 turns, 2 items without a turn, 49 events");
     expect(cli(["report", example("mixed"), "-o", fromJsonl]).code).toBe(0);
-    const data = (file: string) => JSON.parse(/<script type="application\/json" id="report-data">([\s\S]*?)<\/script>/.exec(readFileSync(file, "utf8"))![1]!) as Record<string, unknown>;
+    const data = (file: string) =>
+      mergeReportParts([...readFileSync(file, "utf8").matchAll(/<script type="application\/json" class="report-part">([^<]*)<\/script>/g)].map((m) => JSON.parse(m[1]!) as ReportPart));
     const { source: _a, ...fromLogData } = data(fromLog);
     const { source: _b, ...fromJsonlData } = data(fromJsonl);
     expect(fromLogData).toEqual(fromJsonlData);
@@ -151,6 +153,22 @@ describe("turnfold report", () => {
     const unwritable = cli(["report", example("mixed"), "-o", join(dir, "no-such-folder", "r.html")]);
     expect(unwritable.code).toBe(1);
     expect(unwritable.stderr).toContain("cannot write the report");
+  });
+
+  it("writes no half page: a bad line late in the history leaves the earlier report whole, and nothing beside it", () => {
+    const folder = join(dir, "half");
+    mkdirSync(folder);
+    const output = join(folder, "report.html");
+    expect(cli(["report", example("mixed"), "-o", output]).code).toBe(0);
+    const before = readFileSync(output, "utf8");
+    const lines = readFileSync(example("mixed"), "utf8").trim().split("\n");
+    const broken = join(dir, "broken.jsonl");
+    writeFileSync(broken, [...lines.slice(0, -1), '{"type":"drain","at":"late"}', ""].join("\n"));
+    const failed = cli(["report", broken, "-o", output]);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain(`broken.jsonl:${lines.length}: at:`);
+    expect(readFileSync(output, "utf8")).toBe(before);
+    expect(readdirSync(folder)).toEqual(["report.html"]);
   });
 
   it("applies --budget to sessions that set none, and refuses a malformed one as bad usage", () => {

@@ -3,14 +3,12 @@ import { describe, expect, it } from "vitest";
 import { explain } from "../src/projections/explain.js";
 import { replay } from "../src/projections/replay.js";
 import { explanationText } from "../src/render/explain.js";
-import { ReportBuilder, type ReportData, type ReportOptions } from "../src/report/data.js";
+import { ReportBuilder, buildReport, mergeReportParts, type ReportData, type ReportOptions, type ReportPart } from "../src/report/data.js";
 import { reportHtml } from "../src/report/html.js";
 import { History } from "./support/history.js";
 
 function build(h: History, options: ReportOptions = {}): ReportData {
-  const builder = new ReportBuilder("test", options);
-  for (const event of h.events) builder.push(event);
-  return builder.finish();
+  return buildReport("test", h.events, options);
 }
 
 describe("report data", () => {
@@ -77,14 +75,81 @@ describe("report data", () => {
   });
 });
 
+describe("report data: fixed defects", () => {
+  it("counts only drains of live sessions as drains that could not take an item, as explain does", () => {
+    // s1 is closed before it drains: its drain takes nothing from anyone, and explain does not count it.
+    const h = new History().open("s0").open("s1").close("s1", "user").start("p1", "s0").exit("p1").drain("s1");
+    const [item] = build(h).suppressed;
+    expect(explain(h.events, "p1").items[0]!.foreignDrainCount).toBe(0);
+    expect(item).toMatchObject({ member: "p1", why: "never-drained" });
+  });
+
+  it("counts a drain of another session only while the item waits in a queue, as explain does", () => {
+    // p1 is parked while its owner is closed: s2's drain then is not one that could have taken it.
+    const h = new History().open("s1").open("s2").close("s1", "idle").completions("s1", ["p1"]).drain("s2").open("s1").drain("s2").drain("s2");
+    const story = explain(h.events, "p1").items[0]!;
+    const [item] = build(h).suppressed;
+    expect(story.foreignDrainCount).toBe(2);
+    expect(item).toMatchObject({ member: "p1", why: "foreign" });
+    expect(item!.reason).toContain("only: 2 drains of other sessions (s2) could not take it");
+  });
+
+  it("puts an item decided after the mark limit at the time it was decided, not at the end of the history", () => {
+    const h = new History().open("s1").completions("s1", ["p1"]).consume("p1").drain("s1").wait(60_000).open("s2").drain("s2");
+    const consumedAt = h.events.find((e) => e.type === "drain")!.at;
+    const data = build(h, { maxEventMarks: 2 });
+    expect(data.undrawnEvents).toBeGreaterThan(0);
+    expect(data.suppressed).toMatchObject([{ member: "p1", why: "consumed", at: consumedAt }]);
+  });
+});
+
 describe("report page", () => {
   it("keeps a text that looks like markup inside its data: no tag of the history reaches the page", () => {
     const h = new History().open("s1").completions("s1", ["p1"]).drain("s1");
-    const data = build(h);
-    const hostile = { ...data, source: "<b>x</b>", turns: data.turns.map((t) => ({ ...t, text: "</script><script>alert(1)</script>" })) };
-    const html = reportHtml(hostile);
+    const parts: ReportPart[] = [];
+    const builder = new ReportBuilder("test", (part) => parts.push(part));
+    for (const event of h.events) builder.push(event);
+    builder.finish();
+    const hostile = parts.map((part) =>
+      part.type === "rows" ? { ...part, turns: part.turns.map((t) => ({ ...t, text: "</script><script>alert(1)</script>" })) } : part,
+    );
+    const html = reportHtml("<b>x</b>", hostile);
     expect(html).not.toContain("</script><script>alert(1)");
     expect(html).not.toContain("<b>x</b>");
-    expect(html.match(/<script/g)).toHaveLength(2);
+    // One element per part and the page's own script: none opened by the data.
+    expect(html.match(/<script/g)).toHaveLength(parts.length + 1);
+  });
+});
+
+describe("report parts", () => {
+  it("hands the report over in parts while it reads, and holds no turn it has handed over", () => {
+    // 3,000 turns: parts of rows are handed over before the history ends.
+    let h = new History();
+    for (let i = 0; i < 30; i++) h = h.open(`s${i}`, "tui");
+    for (let round = 0; round < 100; round++) {
+      for (let i = 0; i < 30; i++) h = h.completions(`s${i}`, [`p${round}-${i}`]).drain(`s${i}`);
+    }
+    const parts: ReportPart[] = [];
+    const builder = new ReportBuilder("test", (part) => parts.push(part));
+    let handedOverBeforeTheEnd = 0;
+    for (const event of h.events) {
+      builder.push(event);
+      handedOverBeforeTheEnd = parts.length;
+    }
+    builder.finish();
+    expect(handedOverBeforeTheEnd).toBeGreaterThanOrEqual(3);
+    expect(parts.at(-1)!.type).toBe("end");
+    const turnsInParts = parts.reduce((n, p) => n + (p.type === "rows" ? p.turns.length : 0), 0);
+    expect(turnsInParts).toBe(3000);
+    expect(mergeReportParts(parts).turns.map((t) => t.members[0])).toEqual(replay(h.events).turns.map((t) => t.members[0]));
+  });
+
+  it("refuses parts that were cut short: no end, no report", () => {
+    const h = new History().open("s1").completions("s1", ["p1"]).drain("s1");
+    const parts: ReportPart[] = [];
+    const builder = new ReportBuilder("test", (part) => parts.push(part));
+    for (const event of h.events) builder.push(event);
+    builder.finish();
+    expect(() => mergeReportParts(parts.slice(0, -1))).toThrow(/no end part/);
   });
 });

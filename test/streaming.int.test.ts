@@ -14,6 +14,7 @@ import { toRecord } from "../src/projections/dispatch-record.js";
 import { Projection, type Turn } from "../src/projections/project.js";
 import { replay, replayStream } from "../src/projections/replay.js";
 import { Verifier, verifyRecorded } from "../src/projections/verify.js";
+import { mergeReportParts, type ReportPart } from "../src/report/data.js";
 import { workload } from "../src/testing/workload.js";
 import { cli, cliEntry } from "./support/cli.js";
 import { History } from "./support/history.js";
@@ -94,6 +95,19 @@ describe("streaming replay", () => {
     expect(explained.stderr).toBe("");
     expect(explained.status).toBe(0);
     expect(JSON.parse(explained.stdout)).toMatchObject({ id, items: [{ itemSeq: expect.any(Number) }] });
+
+    // So does report, writing its page as it reads: every turn of the fold is in it.
+    const page = join(dir, "long.html");
+    const reported = spawnSync(process.execPath, [`--max-old-space-size=${heapLimitMb}`, cliEntry, "report", path, "-o", page], {
+      encoding: "utf8",
+      env: { ...process.env, NO_COLOR: "1" },
+    });
+    expect(reported.stderr).toContain(`${turns} turns`);
+    expect(reported.status).toBe(0);
+    const html = readFileSync(page, "utf8");
+    const parts = [...html.matchAll(/<script type="application\/json" class="report-part">([^<]*)<\/script>/g)].map((m) => JSON.parse(m[1]!) as ReportPart);
+    expect(parts.length).toBeGreaterThan(10);
+    expect(mergeReportParts(parts).turns).toHaveLength(turns);
   }, 240_000);
 
   it("--verify on a long log reports the one record altered near its end, by seq", async () => {

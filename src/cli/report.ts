@@ -1,10 +1,10 @@
-import { writeFileSync } from "node:fs";
-import { basename } from "node:path";
+import { closeSync, openSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import type { Command } from "commander";
 import type { Budget } from "../events/schema.js";
 import { redactUrl } from "../events/urls.js";
 import { ReportBuilder } from "../report/data.js";
-import { reportHtml } from "../report/html.js";
+import { ReportPage } from "../report/html.js";
 import { InputError, runCommand } from "./io.js";
 import { openHistory } from "./load-session.js";
 import { budgetOption } from "./options.js";
@@ -26,27 +26,59 @@ export function reportCommand(program: Command): void {
       runCommand(async () => {
         const history = await openHistory(file);
         const source = /^postgres(ql)?:/.test(file) ? redactUrl(file) : basename(file);
-        const builder = new ReportBuilder(source, options.budget ? { budget: options.budget } : {});
-        const bar = progress(history.size ?? 0, "reading");
-        let read = 0;
-        for await (const page of history.pages) {
-          for (const event of page) builder.push(event);
-          read += page.length;
-          bar.tick(read);
-        }
-        bar.done();
-        const data = builder.finish();
-        const html = reportHtml(data);
+        // The page is written as the history is read, into a file beside the output that
+        // takes its name only when the report is whole: a history that turns out bad half
+        // way leaves no half report, and an earlier report under that name stays as it was.
+        const partial = join(dirname(options.output), `.${basename(options.output)}.${process.pid}.partial`);
+        let fd: number;
         try {
-          writeFileSync(options.output, html);
+          fd = openSync(partial, "w");
         } catch (error) {
           throw new InputError(`${options.output}: cannot write the report (${(error as Error).message})`);
         }
-        const size = Buffer.byteLength(html);
-        process.stderr.write(
-          `${options.output}: ${data.lanes.length} lanes, ${data.turns.length} turns, ${data.suppressed.length} items without a turn, ${data.totalEvents} events (${(size / 1024).toFixed(0)} KB)\n`,
-        );
-        return 0;
+        let whole = false;
+        try {
+          const write = (chunk: string) => {
+            try {
+              writeSync(fd, chunk);
+            } catch (error) {
+              throw new InputError(`${options.output}: cannot write the report (${(error as Error).message})`);
+            }
+          };
+          const page = new ReportPage(source, write);
+          const builder = new ReportBuilder(source, (part) => page.part(part), options.budget ? { budget: options.budget } : {});
+          const bar = progress(history.size ?? 0, "reading");
+          let read = 0;
+          for await (const events of history.pages) {
+            for (const event of events) builder.push(event);
+            read += events.length;
+            bar.tick(read);
+          }
+          bar.done();
+          const summary = builder.finish();
+          page.end();
+          closeSync(fd);
+          try {
+            renameSync(partial, options.output);
+          } catch (error) {
+            throw new InputError(`${options.output}: cannot write the report (${(error as Error).message})`);
+          }
+          whole = true;
+          const size = statSync(options.output).size;
+          process.stderr.write(
+            `${options.output}: ${summary.lanes} lanes, ${summary.turns} turns, ${summary.suppressed} items without a turn, ${summary.totalEvents} events (${(size / 1024).toFixed(0)} KB)\n`,
+          );
+          return 0;
+        } finally {
+          if (!whole) {
+            try {
+              closeSync(fd);
+            } catch {
+              // Already closed.
+            }
+            rmSync(partial, { force: true });
+          }
+        }
       }),
     );
 }

@@ -173,36 +173,34 @@ function kindFromEvents(events: readonly Stored[], seq: number | undefined): str
   return "diagnostic";
 }
 
-/** Where an item still in the state waits at the end of a history, if anywhere (for explain and the report). */
+/** Where an item still in the state waits at the end of a history, if anywhere (for explain). */
 export function locate(state: State, seq: number, drains: ReadonlyMap<string, number>): { item: Item; waiting: Waiting } | undefined {
+  for (const found of waitingItems(state, drains)) if (found.item.seq === seq) return found;
+  return undefined;
+}
+
+/**
+ * Every item still in the state and where it waits, in the order `locate` searches: each
+ * session's queue and then its inbox, the unaddressed items, the parked ones. One pass
+ * for the report, which asks about every waiting item at once.
+ */
+export function* waitingItems(state: State, drains: ReadonlyMap<string, number>): Generator<{ item: Item; waiting: Waiting }> {
   for (const session of state.sessions.values()) {
-    const queued = session.queue.find((i) => i.seq === seq);
-    if (queued) {
-      const drainedSince = (drains.get(session.key) ?? 0) > seq;
+    if (session.queue.length > 0) {
       const tokenAt = session.overBudget > 0 ? nextTokenAt(session) : undefined;
-      return {
-        item: queued,
-        waiting: {
-          where: "queue",
-          session: session.key,
-          busy: session.busy,
-          surface: session.surface,
-          drainedSince,
-          overBudget: tokenAt === undefined ? undefined : { nextTokenAt: tokenAt },
-        },
-      };
+      const overBudget = tokenAt === undefined ? undefined : { nextTokenAt: tokenAt };
+      for (const item of session.queue) {
+        const drainedSince = (drains.get(session.key) ?? 0) > item.seq;
+        yield { item, waiting: { where: "queue", session: session.key, busy: session.busy, surface: session.surface, drainedSince, overBudget } };
+      }
     }
     for (const entry of session.inbox) {
-      const admitted = entry.items.find((i) => i.seq === seq);
-      if (admitted) return { item: admitted, waiting: { where: "inbox", session: session.key, consumer: entry.consumer } };
+      for (const item of entry.items) yield { item, waiting: { where: "inbox", session: session.key, consumer: entry.consumer } };
     }
   }
-  const unaddressed = state.unaddressed.find((i) => i.seq === seq);
-  if (unaddressed) return { item: unaddressed, waiting: { where: "unaddressed" } };
-  const parked = state.parked.find((i) => i.seq === seq);
-  if (parked) {
-    const since = parked.parkedAt ?? state.now;
-    return { item: parked, waiting: { where: "parked", owner: parked.owner!, since, until: since + state.parking.ttlMs } };
+  for (const item of state.unaddressed) yield { item, waiting: { where: "unaddressed" } };
+  for (const item of state.parked) {
+    const since = item.parkedAt ?? state.now;
+    yield { item, waiting: { where: "parked", owner: item.owner!, since, until: since + state.parking.ttlMs } };
   }
-  return undefined;
 }

@@ -3,11 +3,18 @@
  * lanes (one per session, with its compression lineage), every event as a mark on its
  * lane, every turn with its full text, and every item that made no turn with its reason,
  * worded as `explain` words it. Pushed event by event, so any source can feed it.
+ *
+ * The builder hands its rows over in parts while it reads (a turn when it is decided, an
+ * item when its fate is final, marks a page at a time), so what it holds is the live state
+ * of the fold plus the items still waiting, never the history. The page puts the parts
+ * together again (`mergeReportParts`, the same function in Node and in the page).
  */
 import type { EventType, Stored } from "../events/schema.js";
 import type { Fate, Note } from "../reducers/decisions.js";
-import { lineageTip } from "../reducers/ownership.js";
-import { locate } from "../projections/explain.js";
+import { releasedOwner } from "../reducers/items.js";
+import { isLive, lineageTip } from "../reducers/ownership.js";
+import type { Session } from "../reducers/state.js";
+import { waitingItems, type Waiting } from "../projections/explain.js";
 import { Projection, type ProjectionOptions, type Turn } from "../projections/project.js";
 import { fateLine, waitingLine } from "../render/explain.js";
 
@@ -63,6 +70,15 @@ export interface ReportSuppressed {
   readonly reason: string;
 }
 
+/** Drawn events, one column per field. */
+export interface ReportEventColumns {
+  readonly seq: number[];
+  readonly at: number[];
+  readonly lane: number[];
+  /** Index into `eventTypes`. */
+  readonly type: number[];
+}
+
 /** Everything the report page needs, in compact columns where there are many rows. */
 export interface ReportData {
   readonly source: string;
@@ -70,12 +86,44 @@ export interface ReportData {
   /** Event types, indexed by `events.type`. */
   readonly eventTypes: readonly EventType[];
   /** One column per field, one row per drawn event. */
-  readonly events: { readonly seq: number[]; readonly at: number[]; readonly lane: number[]; readonly type: number[] };
+  readonly events: ReportEventColumns;
   /** Events beyond `maxEventMarks`: counted, not drawn one by one. */
   readonly undrawnEvents: number;
   readonly totalEvents: number;
   readonly turns: readonly ReportTurn[];
+  /** In the order of the seq that decided each one (then of the seq that made it). */
   readonly suppressed: readonly ReportSuppressed[];
+}
+
+/**
+ * A piece of a report as the builder hands it over. Rows name lanes by the order the
+ * sessions first appeared in; the last part (`end`) gives the lanes in that order and
+ * the order to show them in, which is known only at the end.
+ */
+export type ReportPart =
+  | {
+      readonly type: "rows";
+      readonly events: ReportEventColumns;
+      readonly turns: readonly ReportTurn[];
+      readonly suppressed: readonly ReportSuppressed[];
+    }
+  | {
+      readonly type: "end";
+      readonly source: string;
+      readonly lanes: readonly ReportLane[];
+      /** Lane numbers (as the rows name them) in the order the page shows them. */
+      readonly laneOrder: readonly number[];
+      readonly eventTypes: readonly EventType[];
+      readonly undrawnEvents: number;
+      readonly totalEvents: number;
+    };
+
+/** What a finished report holds, counted. */
+export interface ReportSummary {
+  readonly lanes: number;
+  readonly turns: number;
+  readonly suppressed: number;
+  readonly totalEvents: number;
 }
 
 /** Options of the report: the projection's (parking, budget, gateway) and how many events to draw one by one. */
@@ -92,7 +140,7 @@ const itemKinds: Partial<Record<EventType, string>> = {
   "delegation.taskFailed": "delegation",
 };
 
-/** Terminal fates: the item is gone, and this is why. */
+/** Terminal fates: the item is gone, and this is why (a skip for a poll ends only an addressed item). */
 const terminal: Partial<Record<Fate["what"], SuppressedWhy>> = {
   consumed: "consumed",
   dropped: "dropped",
@@ -104,38 +152,95 @@ const terminal: Partial<Record<Fate["what"], SuppressedWhy>> = {
   "no-owner-record": "no-owner-record",
 };
 
+/** A part is handed over once it holds this many marks, or this many turns and items. */
+const marksPerPart = 20_000;
+const rowsPerPart = 500;
+
 /**
- * Builds the report's data from events pushed in seq order.
+ * Subjects (process and delegation ids) whose owner the builder remembers, per generation.
+ * An event names its subject's owner only sometimes (a heartbeat never does). The fold's
+ * state knows the owner of every running process and pending delegation, and of recently
+ * settled processes; this memory covers the rest (a ledger event after its delegation's
+ * result, say) for the last 8,192 to 16,384 subjects named by any event.
+ */
+const rememberedSubjects = 8_192;
+
+/** An item that has not reached its end yet: where it is drawn, its latest fate, and the drains it missed. */
+interface OpenItem {
+  readonly kind: string;
+  readonly lane: number;
+  /** Whether it has an owner: an unaddressed item is placed in the pool first, every other one somewhere else. */
+  readonly addressed: boolean;
+  last: Note;
+  /** Event time of `last`. */
+  at: number;
+  /** The lineage tip whose queue it waits in, followed as `explain` follows it; undefined while it is in none. */
+  waitTip: Session | undefined;
+  /** The drain counters when it began to wait there: all counted drains, and those of that tip. */
+  countedAtWait: number;
+  tipDrainsAtWait: number;
+  /** Drains of other sessions that could not take it, over all its waits so far. */
+  foreign: number;
+  /** The sessions those drains came from, in order, at most five. */
+  readonly foreignSessions: string[];
+  /** Where in the run of counted drains its names were last looked for. */
+  scannedTo: number;
+}
+
+/**
+ * Builds the report from events pushed in seq order and hands it over in parts.
  *
  * @example
- * const builder = new ReportBuilder("session.jsonl");
+ * const parts: ReportPart[] = [];
+ * const builder = new ReportBuilder("session.jsonl", (part) => parts.push(part));
  * for (const event of events) builder.push(event);
- * const html = reportHtml(builder.finish());
+ * builder.finish();
+ * const html = reportHtml("session.jsonl", parts);
  */
 export class ReportBuilder {
   readonly #source: string;
+  readonly #emit: (part: ReportPart) => void;
   readonly #projection: Projection;
   readonly #maxMarks: number;
   readonly #lanes: { key: string; surface: string; continues: string | undefined; continuedBy: string | undefined }[] = [];
   readonly #laneOf = new Map<string, number>();
-  /** Owner key of each process or delegation, as the events name it. */
-  readonly #ownerOf = new Map<string, string>();
+  /** Owner key of recent processes and delegations, as the events first name it: two generations. */
+  #ownerOf = new Map<string, string>();
+  #ownerOfEarlier = new Map<string, string>();
   readonly #types = new Map<EventType, number>();
-  readonly #events = { seq: [] as number[], at: [] as number[], lane: [] as number[], type: [] as number[] };
+  #marks = 0;
   #undrawn = 0;
   #total = 0;
-  readonly #turns: ReportTurn[] = [];
-  /** Per item: its first note's seq and lane, its kind, and its last note. */
-  readonly #items = new Map<number, { kind: string; lane: number; last: Note; dispatched: boolean }>();
-  /** The seqs of each session's drains, in order, for the "owned by another session" reason. */
-  readonly #drains = new Map<string, number[]>();
+  #turnCount = 0;
+  #suppressedCount = 0;
+  // The rows of the part being filled.
+  #events: ReportEventColumns = { seq: [], at: [], lane: [], type: [] };
+  #turns: ReportTurn[] = [];
+  #suppressed: ReportSuppressed[] = [];
+  /** Items made and not yet at their end, by the seq that made them (so in that order). */
+  readonly #items = new Map<number, OpenItem>();
+  /**
+   * R31's "owned by another session", counted the way `explain` counts it: a drain of a
+   * live session counts for every item then waiting in the queue of another lineage.
+   * Counters rather than a walk over the waiting items at each drain: the drains counted
+   * so far, and those of each draining tip; an item keeps both as they were when it began
+   * to wait, and what they grew by since, one minus the other, is what it missed.
+   */
+  #countedDrains = 0;
+  readonly #drainsByTip = new Map<Session, number>();
+  /** Counted drains whose sessions the waiting items have not looked at yet (for the names in the reason). */
+  #recentDrains: { readonly session: string; readonly tip: Session }[] = [];
+  /** How many counted drains came before the first of `#recentDrains`. */
+  #recentBase = 0;
   readonly #lastDrain = new Map<string, number>();
   #now = 0;
   /** The event being folded, and its lane: where an item it makes is drawn. */
   #current: { readonly event: Stored; readonly lane: number } | undefined;
+  #finished = false;
 
-  constructor(source: string, options: ReportOptions = {}) {
+  constructor(source: string, emit: (part: ReportPart) => void, options: ReportOptions = {}) {
     this.#source = source;
+    this.#emit = emit;
     this.#maxMarks = options.maxEventMarks ?? 500_000;
     const { maxEventMarks: _max, ...projection } = options;
     this.#projection = new Projection({ ...projection, trace: (note) => this.#trace(note) });
@@ -143,11 +248,13 @@ export class ReportBuilder {
 
   /** Folds one event (in seq order). */
   push(event: Stored): void {
+    if (this.#finished) throw new Error("ReportBuilder: push after finish");
     this.#total++;
     this.#now = Math.max(this.#now, event.at);
     const lane = this.#laneOfEvent(event);
     this.#current = { event, lane };
-    if (this.#events.seq.length < this.#maxMarks) {
+    if (this.#marks < this.#maxMarks) {
+      this.#marks++;
       this.#events.seq.push(event.seq);
       this.#events.at.push(this.#now);
       this.#events.lane.push(lane);
@@ -155,71 +262,108 @@ export class ReportBuilder {
     } else {
       this.#undrawn++;
     }
-    if (event.type === "drain") {
-      const seqs = this.#drains.get(event.session) ?? [];
-      seqs.push(event.seq);
-      this.#drains.set(event.session, seqs);
-      this.#lastDrain.set(event.session, event.seq);
-    }
-    for (const output of this.#projection.push(event)) if (output.type === "turn") this.#addTurn(output, this.#now);
+    if (event.type === "drain") this.#drained(event.session, event.seq);
+    for (const output of this.#projection.push(event)) if (output.type === "turn") this.#addTurn(output);
+    if (this.#events.seq.length >= marksPerPart || this.#turns.length + this.#suppressed.length >= rowsPerPart) this.#flush();
   }
 
-  /** End of the history: the report's data. */
-  finish(): ReportData {
-    for (const output of this.#projection.finish()) if (output.type === "turn") this.#addTurn(output, this.#now);
-    const order = this.#laneOrder();
-    const renumber = new Map(order.map((old, i) => [old, i]));
-    const lane = (old: number) => renumber.get(old) ?? old;
-    const suppressed: ReportSuppressed[] = [];
+  /** End of the history: the items still waiting, with where and why, and the lanes. */
+  finish(): ReportSummary {
+    if (this.#finished) throw new Error("ReportBuilder: finish called twice");
+    this.#finished = true;
+    for (const output of this.#projection.finish()) if (output.type === "turn") this.#addTurn(output);
+    const waiting = new Map<number, Waiting>();
+    if (this.#items.size > 0) for (const found of waitingItems(this.#projection.state, this.#lastDrain)) if (!waiting.has(found.item.seq)) waiting.set(found.item.seq, found.waiting);
     for (const [itemSeq, item] of this.#items) {
-      if (item.dispatched) continue;
-      const found = this.#suppressed(itemSeq, item);
-      suppressed.push({ ...found, member: item.last.member, itemSeq, kind: item.kind, lane: lane(item.lane), at: this.#atOfSeq(found.seq) });
+      this.#stopWaiting(item);
+      this.#addSuppressed(itemSeq, item, this.#waitingReason(item, waiting.get(itemSeq)));
+      if (this.#suppressed.length >= rowsPerPart) this.#flush();
     }
-    suppressed.sort((a, b) => a.seq - b.seq || a.itemSeq - b.itemSeq);
-    return {
+    this.#items.clear();
+    this.#flush();
+    this.#emit({
+      type: "end",
       source: this.#source,
-      lanes: order.map((old) => ({ ...this.#lanes[old]! })),
+      lanes: this.#lanes.map((lane) => ({ ...lane })),
+      laneOrder: this.#laneOrder(),
       eventTypes: [...this.#types.keys()],
-      events: { ...this.#events, lane: this.#events.lane.map(lane) },
       undrawnEvents: this.#undrawn,
       totalEvents: this.#total,
-      turns: this.#turns.map((t) => ({ ...t, lane: lane(t.lane) })),
-      suppressed,
-    };
+    });
+    return { lanes: this.#lanes.length, turns: this.#turnCount, suppressed: this.#suppressedCount, totalEvents: this.#total };
+  }
+
+  #flush(): void {
+    if (this.#events.seq.length === 0 && this.#turns.length === 0 && this.#suppressed.length === 0) return;
+    this.#emit({ type: "rows", events: this.#events, turns: this.#turns, suppressed: this.#suppressed });
+    this.#events = { seq: [], at: [], lane: [], type: [] };
+    this.#turns = [];
+    this.#suppressed = [];
   }
 
   #trace(note: Note): void {
     if (note.itemSeq === undefined) return;
-    const known = this.#items.get(note.itemSeq);
-    if (known) {
-      known.last = note;
-      if (note.fate.what === "dispatched") known.dispatched = true;
+    let item = this.#items.get(note.itemSeq);
+    if (item === undefined) {
+      const made = this.#current!.event.seq === note.itemSeq ? this.#current! : undefined;
+      const kind = made ? (itemKinds[made.event.type] ?? "diagnostic") : "diagnostic";
+      item = {
+        kind,
+        lane: made ? made.lane : this.#laneFor(undefined),
+        addressed: note.fate.what !== "unaddressed",
+        last: note,
+        at: this.#now,
+        waitTip: undefined,
+        countedAtWait: 0,
+        tipDrainsAtWait: 0,
+        foreign: 0,
+        foreignSessions: [],
+        scannedTo: 0,
+      };
+      this.#items.set(note.itemSeq, item);
+    } else {
+      item.last = note;
+      item.at = this.#now;
+    }
+    // Where it waits, as explain follows it: a busy, headless or skipping drain leaves it where it is.
+    const fate = note.fate;
+    if (fate.what === "queued" || fate.what === "unparked" || fate.what === "over-budget") this.#wait(item, fate.session);
+    else if (fate.what === "followed") this.#wait(item, fate.to);
+    else if (fate.what !== "busy" && fate.what !== "headless" && fate.what !== "skipped-for-poll") this.#wait(item, undefined);
+    // An item at its end leaves: a turn took it, or it is reported now with its reason.
+    if (note.fate.what === "dispatched") {
+      this.#items.delete(note.itemSeq);
       return;
     }
-    const made = this.#current!.event.seq === note.itemSeq ? this.#current! : undefined;
-    const kind = made ? (itemKinds[made.event.type] ?? "diagnostic") : "diagnostic";
-    this.#items.set(note.itemSeq, { kind, lane: made ? made.lane : this.#laneFor(undefined), last: note, dispatched: note.fate.what === "dispatched" });
+    const gone = terminal[note.fate.what];
+    // A CLI drain skips an unaddressed completion the agent polled, but leaves it in the pool
+    // for another session's drain: only an addressed one is gone.
+    if (gone === undefined || (gone === "skipped-for-poll" && !item.addressed)) return;
+    this.#items.delete(note.itemSeq);
+    this.#addSuppressed(note.itemSeq, item, { seq: note.seq, why: gone, what: note.fate.what, reason: fateLine({ ...note.fate, seq: note.seq }) });
   }
 
-  /** The reason an item made no turn: its terminal fate, or where and why it still waits. */
-  #suppressed(itemSeq: number, item: { last: Note }): { seq: number; why: SuppressedWhy; what: string; reason: string } {
+  #addSuppressed(itemSeq: number, item: OpenItem, found: { seq: number; why: SuppressedWhy; what: string; reason: string }): void {
+    this.#suppressedCount++;
+    this.#suppressed.push({ ...found, member: item.last.member, itemSeq, kind: item.kind, lane: item.lane, at: item.at });
+  }
+
+  /** Why an item still open at the end made no turn: its last fate, or where and why it waits. */
+  #waitingReason(item: OpenItem, waiting: Waiting | undefined): { seq: number; why: SuppressedWhy; what: string; reason: string } {
     const fate = { ...item.last.fate, seq: item.last.seq };
+    // An unaddressed completion that CLI drains skipped for a poll, and no other drain took.
     const gone = terminal[fate.what];
     if (gone) return { seq: fate.seq, why: gone, what: fate.what, reason: fateLine(fate) };
-    const state = this.#projection.state;
-    const found = locate(state, itemSeq, this.#lastDrain);
-    const waiting = found?.waiting;
     const reasonOf = () => (waiting ? waitingLine(waiting) : fateLine(fate));
     if (fate.what === "over-budget" || fate.what === "busy" || fate.what === "headless") {
       return { seq: fate.seq, why: fate.what, what: fate.what, reason: `${fateLine(fate)}; ${reasonOf()}` };
     }
     if (waiting?.where === "parked") return { seq: fate.seq, why: "parked", what: fate.what, reason: `${fateLine(fate)}; ${reasonOf()}` };
     if (waiting?.where === "queue") {
-      const foreign = this.#foreignDrains(itemSeq, waiting.session);
-      if (foreign.count > 0) {
-        const names = foreign.sessions.join(", ");
-        const reason = `it belongs to session ${waiting.session} (and its compression successors) only: ${foreign.count} drain${foreign.count === 1 ? "" : "s"} of ${names} could not take it; ${reasonOf()}`;
+      if (item.foreign > 0) {
+        const names = item.foreignSessions.length < 5 ? item.foreignSessions.join(", ") : `${item.foreignSessions.join(", ")}, …`;
+        const drains = item.foreign === 1 ? "1 drain of another session" : `${item.foreign} drains of other sessions`;
+        const reason = `it belongs to session ${waiting.session} (and its compression successors) only: ${drains} (${names}) could not take it; ${reasonOf()}`;
         return { seq: fate.seq, why: "foreign", what: fate.what, reason };
       }
       if (!waiting.drainedSince) return { seq: fate.seq, why: "never-drained", what: fate.what, reason: reasonOf() };
@@ -227,30 +371,55 @@ export class ReportBuilder {
     return { seq: fate.seq, why: "waiting", what: fate.what, reason: reasonOf() };
   }
 
-  /** Drains after the item was made, by sessions outside the lineage it waits in: how many, and whose. */
-  #foreignDrains(itemSeq: number, owner: string): { count: number; sessions: string[] } {
-    const state = this.#projection.state;
-    const tip = lineageTip(state, owner);
-    let count = 0;
-    const sessions: string[] = [];
-    for (const [session, seqs] of this.#drains) {
-      if (lineageTip(state, session) === tip) continue;
-      const after = seqs.length - firstAbove(seqs, itemSeq);
-      if (after === 0) continue;
-      count += after;
-      sessions.push(session);
+  /** A drain: the session's last drain, and, if it is live, one more counted drain of its tip. */
+  #drained(session: string, seq: number): void {
+    this.#lastDrain.set(session, seq);
+    const tip = lineageTip(this.#projection.state, session);
+    if (tip === undefined || !isLive(tip)) return;
+    this.#countedDrains++;
+    this.#drainsByTip.set(tip, (this.#drainsByTip.get(tip) ?? 0) + 1);
+    this.#recentDrains.push({ session, tip });
+    // Now and then every waiting item takes its names from the recent drains, which then go.
+    if (this.#recentDrains.length >= Math.max(10_000, this.#items.size)) {
+      for (const item of this.#items.values()) if (item.waitTip !== undefined) this.#takeNames(item);
+      this.#recentBase += this.#recentDrains.length;
+      this.#recentDrains = [];
     }
-    return { count, sessions };
   }
 
-  /** Event time at a seq, from the drawn events (their seqs rise). */
-  #atOfSeq(seq: number): number {
-    const index = firstAbove(this.#events.seq, seq - 1);
-    return index < this.#events.seq.length ? this.#events.at[index]! : this.#now;
+  /** An item now waits in the queue of `key`'s tip (or in none): what it missed where it waited is added up. */
+  #wait(item: OpenItem, key: string | undefined): void {
+    const tip = key === undefined ? undefined : lineageTip(this.#projection.state, key);
+    if (tip === item.waitTip) return;
+    this.#stopWaiting(item);
+    if (tip === undefined) return;
+    item.waitTip = tip;
+    item.countedAtWait = this.#countedDrains;
+    item.tipDrainsAtWait = this.#drainsByTip.get(tip) ?? 0;
+    item.scannedTo = this.#recentBase + this.#recentDrains.length;
   }
 
-  #addTurn(turn: Turn, at: number): void {
-    this.#turns.push({ seq: turn.seq, at, lane: this.#laneFor(turn.session), session: turn.session, consumer: turn.consumer, kind: turn.kind, members: turn.members, text: turn.text });
+  #stopWaiting(item: OpenItem): void {
+    const tip = item.waitTip;
+    if (tip === undefined) return;
+    this.#takeNames(item);
+    item.foreign += this.#countedDrains - item.countedAtWait - ((this.#drainsByTip.get(tip) ?? 0) - item.tipDrainsAtWait);
+    item.waitTip = undefined;
+  }
+
+  /** The sessions of the recent drains of other lineages, up to five in all, for a waiting item. */
+  #takeNames(item: OpenItem): void {
+    const drains = this.#recentDrains;
+    for (let i = Math.max(0, item.scannedTo - this.#recentBase); i < drains.length && item.foreignSessions.length < 5; i++) {
+      const drain = drains[i]!;
+      if (drain.tip !== item.waitTip && !item.foreignSessions.includes(drain.session)) item.foreignSessions.push(drain.session);
+    }
+    item.scannedTo = this.#recentBase + drains.length;
+  }
+
+  #addTurn(turn: Turn): void {
+    this.#turnCount++;
+    this.#turns.push({ seq: turn.seq, at: this.#now, lane: this.#laneFor(turn.session), session: turn.session, consumer: turn.consumer, kind: turn.kind, members: turn.members, text: turn.text });
   }
 
   #typeIndex(type: EventType): number {
@@ -279,9 +448,28 @@ export class ReportBuilder {
     }
     if (e.session !== undefined) return this.#laneFor(e.session);
     const subject = e.process ?? e.delegation;
-    if (subject !== undefined && e.owner !== undefined && !this.#ownerOf.has(subject)) this.#ownerOf.set(subject, e.owner);
-    const owner = subject === undefined ? e.owner : (this.#ownerOf.get(subject) ?? e.owner);
+    const owner = subject === undefined ? e.owner : (this.#subjectOwner(subject, e.owner) ?? e.owner);
     return this.#laneFor(owner === undefined ? undefined : this.#keyOf(owner));
+  }
+
+  /**
+   * The owner a subject's events first named, remembered in two generations: a subject
+   * named again moves to the newer one, and when that is full the older one is dropped.
+   * A subject forgotten there is looked up in the fold's own state: a running process or
+   * a pending delegation has its record, and a settled process its remembered owner.
+   */
+  #subjectOwner(subject: string, named: string | undefined): string | undefined {
+    let owner = this.#ownerOf.get(subject);
+    if (owner !== undefined) return owner;
+    const state = this.#projection.state;
+    owner = this.#ownerOfEarlier.get(subject) ?? state.processes.get(subject)?.owner ?? state.delegations.get(subject)?.owner ?? releasedOwner(state, subject) ?? named;
+    if (owner === undefined) return undefined;
+    this.#ownerOf.set(subject, owner);
+    if (this.#ownerOf.size >= rememberedSubjects) {
+      this.#ownerOfEarlier = this.#ownerOf;
+      this.#ownerOf = new Map();
+    }
+    return owner;
   }
 
   /** An owner key may be an extra key (a tab id): draw it on the session it answers for. */
@@ -321,14 +509,65 @@ export class ReportBuilder {
   }
 }
 
-/** Index of the first number above `value` in a rising list (its length when there is none). */
-function firstAbove(sorted: readonly number[], value: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sorted[mid]! <= value) lo = mid + 1;
-    else hi = mid;
+/**
+ * Puts a report's parts together: the lanes in the order to show them (every row's lane
+ * renumbered to match), the rows of every part in turn, and the items without a turn in
+ * the order of the seq that decided each. The page runs this same function on the parts
+ * it holds (its source text is written into the page), so it must stay self-contained:
+ * no imports, no helpers from this module, nothing a browser lacks.
+ */
+export function mergeReportParts(parts: readonly ReportPart[]): ReportData {
+  const events: ReportEventColumns = { seq: [], at: [], lane: [], type: [] };
+  const turns: ReportTurn[] = [];
+  const suppressed: ReportSuppressed[] = [];
+  let end: Extract<ReportPart, { type: "end" }> | undefined;
+  for (const part of parts) {
+    if (part.type === "end") {
+      end = part;
+      continue;
+    }
+    for (let i = 0; i < part.events.seq.length; i++) {
+      events.seq.push(part.events.seq[i]!);
+      events.at.push(part.events.at[i]!);
+      events.lane.push(part.events.lane[i]!);
+      events.type.push(part.events.type[i]!);
+    }
+    for (const turn of part.turns) turns.push(turn);
+    for (const item of part.suppressed) suppressed.push(item);
   }
-  return lo;
+  if (end === undefined) throw new Error("the report has no end part: it was cut short");
+  const last = end;
+  const shownAt: number[] = [];
+  last.laneOrder.forEach((lane, i) => {
+    shownAt[lane] = i;
+  });
+  const lane = (n: number): number => shownAt[n] ?? n;
+  for (let i = 0; i < events.lane.length; i++) events.lane[i] = lane(events.lane[i]!);
+  suppressed.sort((a, b) => a.seq - b.seq || a.itemSeq - b.itemSeq);
+  return {
+    source: last.source,
+    lanes: last.laneOrder.map((n) => last.lanes[n]!),
+    eventTypes: last.eventTypes,
+    events,
+    undrawnEvents: last.undrawnEvents,
+    totalEvents: last.totalEvents,
+    turns: turns.map((t) => ({ ...t, lane: lane(t.lane) })),
+    suppressed: suppressed.map((s) => ({ ...s, lane: lane(s.lane) })),
+  };
+}
+
+/**
+ * The report of a history, whole, in memory: for a history small enough to hold (the
+ * `report` command streams instead).
+ *
+ * @example
+ * const data = buildReport("session.jsonl", events);
+ * console.log(data.turns.length, data.suppressed.length);
+ */
+export function buildReport(source: string, events: Iterable<Stored>, options: ReportOptions = {}): ReportData {
+  const parts: ReportPart[] = [];
+  const builder = new ReportBuilder(source, (part) => parts.push(part), options);
+  for (const event of events) builder.push(event);
+  builder.finish();
+  return mergeReportParts(parts);
 }

@@ -1,14 +1,20 @@
 /**
  * The report as one self-contained HTML file: the data inline as JSON, the styles and the
- * script inline, nothing fetched. Lanes are virtualised (only the rows in view exist in
- * the page) and each row draws its event marks on a canvas limited to the time window in
- * view, so a history of 100,000 events opens and scrolls like a small one.
+ * script inline, nothing fetched. The data is written in parts as the builder hands them
+ * over, each its own JSON script element, so writing a report of any length holds one part
+ * at a time; the page puts them together with `mergeReportParts`, whose source it carries.
+ * Lanes are virtualised (only the rows in view exist in the page) and each row draws its
+ * event marks on a canvas limited to the time window in view, so a history of 100,000
+ * events opens and scrolls like a small one.
  */
-import type { ReportData } from "./data.js";
+import { mergeReportParts, type ReportPart } from "./data.js";
 
-/** Inline JSON safe inside a script element: `<` is escaped, so no `</script>` can close it early. */
+/**
+ * Inline JSON safe inside a script element: `<` is escaped, so no `</script>` can close it
+ * early (and the two line separators, which some parsers of script text refuse). One pass.
+ */
 function inlineJson(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
+  return JSON.stringify(value).replace(/[<\u2028\u2029]/g, (c) => (c === "<" ? "\\u003c" : c === "\u2028" ? "\\u2028" : "\\u2029"));
 }
 
 function escapeHtml(text: string): string {
@@ -16,13 +22,60 @@ function escapeHtml(text: string): string {
 }
 
 /**
- * Renders report data as a complete HTML document.
+ * Writes a report page piece by piece: the head at once, each part as it comes, and the
+ * script that draws the page at the end.
  *
  * @example
- * writeFileSync("report.html", reportHtml(builder.finish()));
+ * const out = openSync("report.html", "w");
+ * const page = new ReportPage("session.jsonl", (chunk) => writeSync(out, chunk));
+ * const builder = new ReportBuilder("session.jsonl", (part) => page.part(part));
+ * for (const event of events) builder.push(event);
+ * builder.finish();
+ * page.end();
  */
-export function reportHtml(data: ReportData): string {
-  const title = `turnfold report: ${data.source}`;
+export class ReportPage {
+  readonly #write: (chunk: string) => void;
+  #ended = false;
+
+  constructor(source: string, write: (chunk: string) => void) {
+    this.#write = write;
+    write(head(source));
+  }
+
+  /** Writes one part of the data. */
+  part(part: ReportPart): void {
+    if (this.#ended) throw new Error("ReportPage: part after end");
+    this.#write(`<script type="application/json" class="report-part">${inlineJson(part)}</script>\n`);
+  }
+
+  /** Writes the script and closes the document. */
+  end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#write(`<script>${mergeReportParts.toString()}\n${script}</script>\n</body>\n</html>\n`);
+  }
+}
+
+/**
+ * A whole report page as one string, from the parts a `ReportBuilder` handed over.
+ *
+ * @example
+ * const parts: ReportPart[] = [];
+ * const builder = new ReportBuilder("session.jsonl", (part) => parts.push(part));
+ * for (const event of events) builder.push(event);
+ * builder.finish();
+ * writeFileSync("report.html", reportHtml("session.jsonl", parts));
+ */
+export function reportHtml(source: string, parts: Iterable<ReportPart>): string {
+  let html = "";
+  const page = new ReportPage(source, (chunk) => (html += chunk));
+  for (const part of parts) page.part(part);
+  page.end();
+  return html;
+}
+
+function head(source: string): string {
+  const title = `turnfold report: ${source}`;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -34,7 +87,7 @@ export function reportHtml(data: ReportData): string {
 </head>
 <body>
 <header>
-  <h1>turnfold report <span class="source">${escapeHtml(data.source)}</span></h1>
+  <h1>turnfold report <span class="source">${escapeHtml(source)}</span></h1>
   <p id="summary"></p>
   <div id="controls">
     <label>Session <select id="filter-session"><option value="">all sessions</option></select></label>
@@ -53,10 +106,6 @@ export function reportHtml(data: ReportData): string {
     <section id="suppressed"><h2>Items that made no turn</h2><div id="suppressed-note"></div><table id="suppressed-list"><thead><tr><th>seq</th><th>item</th><th>session</th><th>why</th></tr></thead><tbody></tbody></table></section>
   </aside>
 </main>
-<script type="application/json" id="report-data">${inlineJson(data)}</script>
-<script>${script}</script>
-</body>
-</html>
 `;
 }
 
@@ -113,7 +162,9 @@ main { flex: 1; display: flex; min-height: 0; }
 const script = String.raw`
 (function () {
   "use strict";
-  var data = JSON.parse(document.getElementById("report-data").textContent);
+  var parts = [];
+  document.querySelectorAll("script.report-part").forEach(function (element) { parts.push(JSON.parse(element.textContent)); });
+  var data = mergeReportParts(parts);
   var ROW = 46;
   var kindColours = { completions: "#2e86c1", watch: "#d68910", heartbeat: "#7f8c8d", delegation: "#8e44ad", diagnostic: "#16a085" };
   var kinds = ["completions", "watch", "heartbeat", "delegation", "diagnostic"];
