@@ -21,6 +21,8 @@ export interface History {
   readonly pages: AsyncIterable<readonly Stored[]>;
   /** The highest seq of a log (for a progress bar); undefined for JSONL, which is not counted first. */
   readonly size: number | undefined;
+  /** Whether a log holds any dispatch record (asked of its index); undefined for JSONL. */
+  readonly hasRecords: boolean | undefined;
 }
 
 function looksLikeSqlite(path: string): boolean {
@@ -41,10 +43,11 @@ export async function openHistory(path: string): Promise<History> {
   if (isPostgresUrl(path) || looksLikeSqlite(path)) {
     const log = await openLog(path, { create: false });
     const size = await log.lastSeq();
-    return { size, pages: logPages(log, path) };
+    const hasRecords = (await log.readPage({ type: "notification.dispatched", limit: 1 })).length > 0;
+    return { size, hasRecords, pages: logPages(log, path) };
   }
   requireFile(path);
-  return { size: undefined, pages: jsonlPages(path) };
+  return { size: undefined, hasRecords: undefined, pages: jsonlPages(path) };
 }
 
 async function* logPages(log: Awaited<ReturnType<typeof openLog>>, path: string): AsyncGenerator<readonly Stored[]> {

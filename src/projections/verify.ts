@@ -1,7 +1,8 @@
 /**
  * `--verify`: the recorded dispatches of a history against the ones re-derived from it,
  * compared pair by pair as both streams advance, so a log of any length is checked in
- * memory bounded by how far the records lag behind the turns they record.
+ * memory bounded by how far the records lag behind the turns they record. (A log with no
+ * record at all says so up front, and the first derived turn is the difference.)
  */
 import type { Stored } from "../events/schema.js";
 import type { Turn } from "./project.js";
@@ -39,8 +40,18 @@ const fields = ["seq", "session", "consumer", "kind", "members", "text"] as cons
 export class Verifier {
   readonly #records = new Queue<Stored>();
   readonly #turns = new Queue<Turn>();
+  readonly #recorded: boolean;
   #index = 0;
   #difference: Difference | undefined;
+
+  /**
+   * `recorded: false` says the history is known to hold no record at all (a log can tell
+   * at once): the first derived turn is then the difference, instead of every derived
+   * turn waiting for a record until the history ends.
+   */
+  constructor(options: { readonly recorded?: boolean } = {}) {
+    this.#recorded = options.recorded ?? true;
+  }
 
   /** The first mismatch found so far, if any: a caller may stop reading there. */
   get difference(): Difference | undefined {
@@ -58,7 +69,8 @@ export class Verifier {
   derived(turn: Turn): void {
     if (this.#difference) return;
     this.#turns.push(turn);
-    this.#compare();
+    if (this.#recorded) this.#compare();
+    else this.finish();
   }
 
   /** End of the history: any record without a turn, or turn without a record, is a difference. */
