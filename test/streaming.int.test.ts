@@ -45,7 +45,7 @@ const withoutSeq = function* (events: Iterable<Stored>): Generator<TurnfoldEvent
 };
 
 describe("streaming replay", () => {
-  it(`replays a 400,000-event SQLite log under a ${heapLimitMb} MB heap, turn for turn as the fold over the generator`, async () => {
+  it(`replays a 400,000-event SQLite log under a ${heapLimitMb} MB heap, turn for turn as the fold over the generator, and explains, verifies, exports, imports and reports it under the same limit`, async () => {
     const total = 400_000;
     const path = join(dir, "long.sqlite");
     await writeLog(path, withoutSeq(workload(total, 1000)));
@@ -105,6 +105,22 @@ describe("streaming replay", () => {
     expect(verified.status).toBe(1);
     expect(verified.stderr).toContain("differ from the re-derived turns at turn #1, field (turn)");
     expect(verified.stderr).toContain('recorded: "(no record)"');
+
+    // export and import stream too: the log round-trips through a JSONL file under the same limit.
+    const exportedPath = join(dir, "long.export.jsonl");
+    const exportFd = openSync(exportedPath, "w");
+    const exported = spawnSync(process.execPath, [`--max-old-space-size=${heapLimitMb}`, cliEntry, "export", "--db", path], { stdio: ["ignore", exportFd, "pipe"], encoding: "utf8" });
+    closeSync(exportFd);
+    expect(exported.status).toBe(0);
+    const copy = join(dir, "copy.sqlite");
+    const imported = spawnSync(process.execPath, [`--max-old-space-size=${heapLimitMb}`, cliEntry, "import", exportedPath, "--db", copy], { encoding: "utf8" });
+    expect(imported.status).toBe(0);
+    const [original, copied] = await Promise.all([openLog(path, { create: false }), openLog(copy, { create: false })]);
+    const lastSeq = await original.lastSeq();
+    expect(imported.stderr).toContain(`imported ${lastSeq} events`);
+    expect(await copied.lastSeq()).toBe(lastSeq);
+    expect(await copied.readPage({ from: lastSeq, limit: 1 })).toEqual(await original.readPage({ from: lastSeq, limit: 1 }));
+    await Promise.all([original.close(), copied.close()]);
 
     // So does report, writing its page as it reads: every turn of the fold is in it.
     const page = join(dir, "long.html");

@@ -1,12 +1,36 @@
+import { createReadStream } from "node:fs";
 import type { Command } from "commander";
-import { decodeJsonl } from "../events/jsonl.js";
+import { JsonlProblems, decodeStoredJsonlStream } from "../events/jsonl.js";
+import type { TurnfoldEvent } from "../events/schema.js";
 import { redactUrl } from "../events/urls.js";
+import { formatProblem } from "../events/validate.js";
 import { openLog } from "../open.js";
 import { dbOption } from "./options.js";
-import { formatProblem } from "../events/validate.js";
-import { InputError, readTextFile, runCommand } from "./io.js";
+import { InputError, requireFile, runCommand } from "./io.js";
 
 const shownProblems = 20;
+
+/** The file's pages of events, read as they are needed; each event without the seq it was exported with. */
+async function* eventPages(file: string, countAll: boolean): AsyncGenerator<TurnfoldEvent[]> {
+  const stream = createReadStream(file, { encoding: "utf8", highWaterMark: 1 << 16 });
+  try {
+    for await (const page of decodeStoredJsonlStream(stream as AsyncIterable<string>, { pageSize: 5000, maxProblems: shownProblems, countAll })) {
+      yield page.map(({ seq: _seq, ...event }) => event as TurnfoldEvent);
+    }
+  } catch (error) {
+    if (error instanceof JsonlProblems) {
+      const lines = error.problems.map((p) => formatProblem(p, file));
+      const more = error.total - error.problems.length;
+      if (more > 0) lines.push(`… and ${more} more problem${more === 1 ? "" : "s"}`);
+      process.stderr.write(lines.join("\n") + "\n");
+      throw error;
+    }
+    if ((error as NodeJS.ErrnoException).code !== undefined) throw new InputError(`${file}: cannot read (${(error as Error).message})`);
+    throw error;
+  } finally {
+    stream.destroy();
+  }
+}
 
 export function importCommand(program: Command): void {
   program
@@ -16,18 +40,33 @@ export function importCommand(program: Command): void {
     .addOption(dbOption("the log: a SQLite file (created when missing) or a postgres:// URL"))
     .action((file: string, options: { db: string }) =>
       runCommand(async () => {
-        const decoded = decodeJsonl(readTextFile(file));
-        if (!decoded.ok) {
-          const lines = decoded.problems.slice(0, shownProblems).map((p) => formatProblem(p, file));
-          const more = decoded.problems.length - shownProblems;
-          if (more > 0) lines.push(`… and ${more} more problem${more === 1 ? "" : "s"}`);
-          process.stderr.write(lines.join("\n") + "\n");
-          throw new InputError(`nothing was imported into ${redactUrl(options.db)}`);
+        requireFile(file);
+        const nothing = () => new InputError(`nothing was imported into ${redactUrl(options.db)}`);
+        // Two passes, neither holding the file: every line is checked first, and only a
+        // file without a problem is appended, page by page, in one transaction.
+        try {
+          for await (const _page of eventPages(file, true));
+        } catch (error) {
+          throw error instanceof JsonlProblems ? nothing() : error;
         }
         const log = await openLog(options.db);
         try {
-          const seqs = await log.append(decoded.events);
-          process.stderr.write(`imported ${seqs.length} events into ${redactUrl(options.db)} (seq ${seqs[0]}–${seqs[seqs.length - 1]})\n`);
+          const seqs = await log.transact(async (tx) => {
+            let first: number | undefined;
+            let last: number | undefined;
+            let count = 0;
+            for await (const page of eventPages(file, false)) {
+              const appended = await tx.append(page);
+              first ??= appended[0];
+              last = appended.at(-1) ?? last;
+              count += appended.length;
+            }
+            return { first, last, count };
+          });
+          process.stderr.write(`imported ${seqs.count} events into ${redactUrl(options.db)} (seq ${seqs.first}–${seqs.last})\n`);
+        } catch (error) {
+          // The file changed between the passes: the transaction is rolled back whole.
+          throw error instanceof JsonlProblems ? nothing() : error;
         } finally {
           await log.close();
         }

@@ -65,11 +65,17 @@ class StoredLines {
   }
 }
 
-/** A recorded history that is not valid: every problem found, each naming its line. */
+/** A recorded history that is not valid: the problems found, each naming its line. */
 export class JsonlProblems extends Error {
   override readonly name = "TurnfoldJsonlProblems";
-  constructor(readonly problems: readonly Problem[]) {
+  /** How many problems there are in all (`problems` may hold only the first of them). */
+  readonly total: number;
+  constructor(
+    readonly problems: readonly Problem[],
+    total = problems.length,
+  ) {
     super(problems.map((p) => formatProblem(p)).join("\n"));
+    this.total = total;
   }
 }
 
@@ -79,14 +85,17 @@ const emptyFile: Problem = { where: "file", field: "(file)", reason: "the file h
  * Decodes a recorded history as it is read, in pages of events, holding one page and
  * one partial line at a time. At the first bad line it stops yielding, reads on to
  * collect up to `maxProblems` problems, and throws them as `JsonlProblems`: the events
- * already yielded are exactly those before that line.
+ * already yielded are exactly those before that line. With `countAll` it reads to the
+ * end, counting the problems past the ones it keeps.
  */
 export async function* decodeStoredJsonlStream(
   chunks: AsyncIterable<string>,
-  options: { readonly pageSize?: number; readonly maxProblems?: number } = {},
+  options: { readonly pageSize?: number; readonly maxProblems?: number; readonly countAll?: boolean } = {},
 ): AsyncGenerator<Stored[]> {
   const pageSize = options.pageSize ?? 1000;
   const maxProblems = options.maxProblems ?? 20;
+  const countAll = options.countAll ?? false;
+  let total = 0;
   const lines = new StoredLines();
   const problems: Problem[] = [];
   let page: Stored[] = [];
@@ -96,11 +105,13 @@ export async function* decodeStoredJsonlStream(
   let first = true;
   const take = (raw: string): void => {
     lineNumber++;
-    if (problems.length >= maxProblems) return;
+    if (problems.length >= maxProblems && !countAll) return;
     const decoded = lines.decode(raw, lineNumber);
     if (decoded === undefined) return;
-    if (Array.isArray(decoded)) problems.push(...(decoded as readonly Problem[]).slice(0, maxProblems - problems.length));
-    else if (problems.length === 0) {
+    if (Array.isArray(decoded)) {
+      total += decoded.length;
+      problems.push(...(decoded as readonly Problem[]).slice(0, maxProblems - problems.length));
+    } else if (problems.length === 0) {
       page.push(decoded as Stored);
       seen++;
     }
@@ -121,10 +132,10 @@ export async function* decodeStoredJsonlStream(
       yield page;
       page = [];
     }
-    if (problems.length >= maxProblems) break;
+    if (problems.length >= maxProblems && !countAll) break;
   }
   if (rest !== "") take(rest);
-  if (problems.length > 0) throw new JsonlProblems(problems);
+  if (problems.length > 0) throw new JsonlProblems(problems, total);
   if (seen === 0) throw new JsonlProblems([emptyFile]);
   if (page.length > 0) yield page;
 }
