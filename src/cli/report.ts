@@ -30,11 +30,12 @@ export function reportCommand(program: Command): void {
         // takes its name only when the report is whole: a history that turns out bad half
         // way leaves no half report, and an earlier report under that name stays as it was.
         const partial = join(dirname(options.output), `.${basename(options.output)}.${process.pid}.partial`);
+        const cannotWrite = (error: unknown) => new InputError(`${options.output}: cannot write the report (${(error as Error).message})`);
         let fd: number;
         try {
           fd = openSync(partial, "w");
         } catch (error) {
-          throw new InputError(`${options.output}: cannot write the report (${(error as Error).message})`);
+          throw cannotWrite(error);
         }
         let whole = false;
         try {
@@ -42,7 +43,7 @@ export function reportCommand(program: Command): void {
             try {
               writeSync(fd, chunk);
             } catch (error) {
-              throw new InputError(`${options.output}: cannot write the report (${(error as Error).message})`);
+              throw cannotWrite(error);
             }
           };
           const page = new ReportPage(source, write);
@@ -61,7 +62,7 @@ export function reportCommand(program: Command): void {
           try {
             renameSync(partial, options.output);
           } catch (error) {
-            throw new InputError(`${options.output}: cannot write the report (${(error as Error).message})`);
+            throw cannotWrite(error);
           }
           whole = true;
           const size = statSync(options.output).size;
