@@ -171,6 +171,18 @@ describe("turnfold report", () => {
     expect(readdirSync(folder)).toEqual(["report.html"]);
   });
 
+  it("counts in words that agree with the numbers", () => {
+    const one = join(dir, "one.jsonl");
+    const events = [
+      { type: "session.opened", at: 1, session: "s1", surface: "tui" },
+      { type: "process.exited", at: 2, process: "p1", exitCode: 0, reason: "exited", output: "", owner: "s1" },
+    ];
+    writeFileSync(one, events.map((e) => JSON.stringify(e)).join("\n"));
+    const made = cli(["report", one, "-o", join(dir, "one.html")]);
+    expect(made.code).toBe(0);
+    expect(made.stderr).toContain("1 lane, 0 turns, 1 item without a turn, 2 events");
+  });
+
   it("applies --budget to sessions that set none, and refuses a malformed one as bad usage", () => {
     const lines = (args: string[]) => cli(["replay", example("mixed"), "--json", ...args]).stdout.trim().split("\n").length;
     expect(lines([])).toBe(6);

@@ -67,7 +67,7 @@ export function reportCommand(program: Command): void {
           whole = true;
           const size = statSync(options.output).size;
           process.stderr.write(
-            `${options.output}: ${summary.lanes} lanes, ${summary.turns} turns, ${summary.suppressed} items without a turn, ${summary.totalEvents} events (${(size / 1024).toFixed(0)} KB)\n`,
+            `${options.output}: ${count(summary.lanes, "lane")}, ${count(summary.turns, "turn")}, ${count(summary.suppressed, "item")} without a turn, ${count(summary.totalEvents, "event")} (${(size / 1024).toFixed(0)} KB)\n`,
           );
           return 0;
         } finally {
@@ -82,4 +82,9 @@ export function reportCommand(program: Command): void {
         }
       }),
     );
+}
+
+/** "1 turn", "2 turns". */
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
