@@ -43,6 +43,18 @@ describe("event schemas", () => {
       'type: unknown event type "x.y"',
     ]);
   });
+
+  it("calls a field that is not there missing, whatever its schema, and a wrong value wrong", () => {
+    const problems = (value: unknown) => {
+      const r = validateEvent(value, "line 1");
+      return r.ok ? [] : r.problems.map((p) => `${p.field}: ${p.reason}`);
+    };
+    // A choice (the consumer, the exit reason) left out is missing, as a string left out is.
+    expect(problems({ type: "drain", at: 1, session: "s" })).toEqual(["consumer: required field is missing"]);
+    expect(problems({ type: "process.exited", at: 1, process: "p", exitCode: 0, output: "" })).toEqual(["reason: required field is missing"]);
+    expect(problems({ type: "drain", at: 1, session: "s", consumer: "someone" })).toEqual([expect.stringMatching(/^consumer: Invalid option: expected one of/)]);
+    expect(problems({ type: "drain", at: 1, session: "s", consumer: null })).toEqual([expect.stringMatching(/^consumer: Invalid option/)]);
+  });
 });
 
 describe("JSONL decoding", () => {

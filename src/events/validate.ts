@@ -35,7 +35,7 @@ export function validateEvent(value: unknown, where: string): Validated {
   const { seq: _seq, ...input } = value as Record<string, unknown>;
   const parsed = TurnfoldEvent.safeParse(input);
   if (parsed.success) return { ok: true, event: parsed.data };
-  return { ok: false, problems: parsed.error.issues.map((issue) => describeIssue(issue, where)) };
+  return { ok: false, problems: parsed.error.issues.map((issue) => describeIssue(issue, where, "(event)", input)) };
 }
 
 function shapeProblem(value: unknown): { field: string; reason: string } | undefined {
@@ -49,11 +49,26 @@ function shapeProblem(value: unknown): { field: string; reason: string } | undef
   return undefined;
 }
 
-/** One schema issue as a problem: the dotted field (or `whole`), and a reason a person can read. */
-export function describeIssue(issue: z.core.$ZodIssue, where: string, whole = "(event)"): Problem {
+/**
+ * One schema issue as a problem: the dotted field (or `whole`), and a reason a person can
+ * read. Given the value that was checked, a field it lacks is called missing whatever the
+ * field's schema (zod words a missing choice as "Invalid option: expected one of …").
+ */
+export function describeIssue(issue: z.core.$ZodIssue, where: string, whole = "(event)", checked?: unknown): Problem {
   const field = issue.path.length > 0 ? issue.path.map(String).join(".") : whole;
-  const missing = issue.code === "invalid_type" && /received undefined/.test(issue.message);
+  const missing = (issue.code === "invalid_type" && /received undefined/.test(issue.message)) || (issue.path.length > 0 && checked !== undefined && lacks(checked, issue.path));
   return { where, field, reason: missing ? "required field is missing" : issue.message };
+}
+
+/** Whether the value has nothing at the path (an object lacking the key, or a shorter array). */
+function lacks(value: unknown, path: readonly PropertyKey[]): boolean {
+  let at: unknown = value;
+  for (const key of path) {
+    if (typeof at !== "object" || at === null) return false;
+    if (!(key in at)) return true;
+    at = (at as Record<PropertyKey, unknown>)[key];
+  }
+  return false;
 }
 
 /** Renders a problem the way the CLI prints it: `FILE:LINE: field: reason`. */

@@ -93,7 +93,7 @@ function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   const parsed = schema.safeParse(body);
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.map((issue) => {
-    const { field, reason } = describeIssue(issue, "body", "(body)");
+    const { field, reason } = describeIssue(issue, "body", "(body)", body);
     return { field, reason };
   });
   throw new HttpError(400, { error: "the body is not valid", problems });
