@@ -153,6 +153,9 @@ describe("turnfold report", () => {
     const unwritable = cli(["report", example("mixed"), "-o", join(dir, "no-such-folder", "r.html")]);
     expect(unwritable.code).toBe(1);
     expect(unwritable.stderr).toContain("cannot write the report");
+    const folder = cli(["report", example("mixed"), "-o", dir]);
+    expect(folder.code).toBe(1);
+    expect(folder.stderr).toBe(`turnfold: ${dir}: cannot write the report (it is a directory)\n`);
   });
 
   it("writes no half page: a bad line late in the history leaves the earlier report whole, and nothing beside it", () => {

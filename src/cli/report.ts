@@ -1,4 +1,4 @@
-import { closeSync, openSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { closeSync, existsSync, openSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { Command } from "commander";
 import type { Budget } from "../events/schema.js";
@@ -31,6 +31,8 @@ export function reportCommand(program: Command): void {
         // way leaves no half report, and an earlier report under that name stays as it was.
         const partial = join(dirname(options.output), `.${basename(options.output)}.${process.pid}.partial`);
         const cannotWrite = (error: unknown) => new InputError(`${options.output}: cannot write the report (${(error as Error).message})`);
+        // Said before the history is read, not after.
+        if (existsSync(options.output) && statSync(options.output).isDirectory()) throw new InputError(`${options.output}: cannot write the report (it is a directory)`);
         let fd: number;
         try {
           fd = openSync(partial, "w");
