@@ -9,12 +9,9 @@
  */
 import { mergeReportParts, type ReportPart } from "./data.js";
 
-/**
- * Inline JSON safe inside a script element: `<` is escaped, so no `</script>` can close it
- * early (and the two line separators, which some parsers of script text refuse). One pass.
- */
+/** Inline JSON safe inside a script element: `<` is escaped, so no `</script>` can close it early. */
 function inlineJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[<\u2028\u2029]/g, (c) => (c === "<" ? "\\u003c" : c === "\u2028" ? "\\u2028" : "\\u2029"));
+  return JSON.stringify(value).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
 }
 
 function escapeHtml(text: string): string {
