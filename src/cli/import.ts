@@ -1,20 +1,19 @@
-import { createReadStream } from "node:fs";
 import type { Command } from "commander";
-import { JsonlProblems, decodeStoredJsonlStream } from "../events/jsonl.js";
+import { JsonlProblems } from "../events/jsonl.js";
 import type { TurnfoldEvent } from "../events/schema.js";
 import { redactUrl } from "../events/urls.js";
 import { formatProblem } from "../events/validate.js";
 import { openLog } from "../open.js";
 import { dbOption } from "./options.js";
 import { InputError, requireFile, runCommand } from "./io.js";
+import { jsonlFilePages } from "./load-session.js";
 
 const shownProblems = 20;
 
-/** The file's pages of events, read as they are needed; each event without the seq it was exported with. */
+/** The file's pages of events, each without the seq it was exported with; its problems are printed as they are thrown. */
 async function* eventPages(file: string, countAll: boolean): AsyncGenerator<TurnfoldEvent[]> {
-  const stream = createReadStream(file, { encoding: "utf8", highWaterMark: 1 << 16 });
   try {
-    for await (const page of decodeStoredJsonlStream(stream as AsyncIterable<string>, { pageSize: 5000, maxProblems: shownProblems, countAll })) {
+    for await (const page of jsonlFilePages(file, { pageSize: 5000, maxProblems: shownProblems, countAll })) {
       yield page.map(({ seq: _seq, ...event }) => event as TurnfoldEvent);
     }
   } catch (error) {
@@ -23,12 +22,8 @@ async function* eventPages(file: string, countAll: boolean): AsyncGenerator<Turn
       const more = error.total - error.problems.length;
       if (more > 0) lines.push(`… and ${more} more problem${more === 1 ? "" : "s"}`);
       process.stderr.write(lines.join("\n") + "\n");
-      throw error;
     }
-    if ((error as NodeJS.ErrnoException).code !== undefined) throw new InputError(`${file}: cannot read (${(error as Error).message})`);
     throw error;
-  } finally {
-    stream.destroy();
   }
 }
 

@@ -75,15 +75,28 @@ async function* logPages(log: Awaited<ReturnType<typeof openLog>>, path: string)
 }
 
 async function* jsonlPages(path: string): AsyncGenerator<readonly Stored[]> {
+  try {
+    yield* jsonlFilePages(path, { pageSize: 1000, maxProblems: 20 });
+  } catch (error) {
+    if (!(error instanceof JsonlProblems)) throw error;
+    const lines = error.problems.map((p) => formatProblem(p, path));
+    throw new InputError(`${path} is not a valid recorded session:\n${lines.join("\n")}`);
+  }
+}
+
+/**
+ * A JSONL file's events, decoded page by page as the file is read (see
+ * `decodeStoredJsonlStream`, whose `JsonlProblems` pass through); a file that cannot be
+ * read is an `InputError` naming it.
+ */
+export async function* jsonlFilePages(path: string, options: Parameters<typeof decodeStoredJsonlStream>[1]): AsyncGenerator<Stored[]> {
   const stream = createReadStream(path, { encoding: "utf8", highWaterMark: 1 << 16 });
   try {
-    yield* decodeStoredJsonlStream(stream as AsyncIterable<string>, { pageSize: 1000, maxProblems: 20 });
+    yield* decodeStoredJsonlStream(stream as AsyncIterable<string>, options);
   } catch (error) {
-    if (error instanceof JsonlProblems) {
-      const lines = error.problems.map((p) => formatProblem(p, path));
-      throw new InputError(`${path} is not a valid recorded session:\n${lines.join("\n")}`);
+    if (!(error instanceof JsonlProblems) && (error as NodeJS.ErrnoException).code !== undefined) {
+      throw new InputError(`${path}: cannot read (${(error as Error).message})`);
     }
-    if ((error as NodeJS.ErrnoException).code !== undefined) throw new InputError(`${path}: cannot read (${(error as Error).message})`);
     throw error;
   } finally {
     stream.destroy();
