@@ -21,8 +21,11 @@ export interface History {
   readonly pages: AsyncIterable<readonly Stored[]>;
   /** The highest seq of a log (for a progress bar); undefined for JSONL, which is not counted first. */
   readonly size: number | undefined;
-  /** Whether a log holds any dispatch record (asked of its index); undefined for JSONL. */
-  readonly hasRecords: boolean | undefined;
+  /**
+   * Whether a log holds any dispatch record, asked of its index (for `--verify`; ask before
+   * reading the pages, which close the log); undefined for JSONL.
+   */
+  readonly hasRecords: () => Promise<boolean | undefined>;
 }
 
 function looksLikeSqlite(path: string): boolean {
@@ -43,11 +46,11 @@ export async function openHistory(path: string): Promise<History> {
   if (isPostgresUrl(path) || looksLikeSqlite(path)) {
     const log = await openLog(path, { create: false });
     const size = await log.lastSeq();
-    const hasRecords = (await log.readPage({ type: "notification.dispatched", limit: 1 })).length > 0;
+    const hasRecords = async () => (await log.readPage({ type: "notification.dispatched", limit: 1 })).length > 0;
     return { size, hasRecords, pages: logPages(log, path) };
   }
   requireFile(path);
-  return { size: undefined, hasRecords: undefined, pages: jsonlPages(path) };
+  return { size: undefined, hasRecords: async () => undefined, pages: jsonlPages(path) };
 }
 
 async function* logPages(log: Awaited<ReturnType<typeof openLog>>, path: string): AsyncGenerator<readonly Stored[]> {

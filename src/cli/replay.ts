@@ -35,7 +35,7 @@ async function replayFile(file: string, options: ReplayOptions): Promise<number>
   const history = await openHistory(file);
   const bar = progress(history.size ?? 0, "replaying");
   const projection = new Projection(options.budget ? { budget: options.budget } : {});
-  const verifier = options.verify ? new Verifier({ recorded: history.hasRecords ?? true }) : undefined;
+  const verifier = options.verify ? new Verifier({ recorded: (await history.hasRecords()) ?? true }) : undefined;
   const out = new BufferedOut();
   const emit = (outputs: readonly Output[]): void => {
     for (const o of outputs) {
