@@ -51,24 +51,22 @@ function shapeProblem(value: unknown): { field: string; reason: string } | undef
 
 /**
  * One schema issue as a problem: the dotted field (or `whole`), and a reason a person can
- * read. Given the value that was checked, a field it lacks is called missing whatever the
- * field's schema (zod words a missing choice as "Invalid option: expected one of …").
+ * read. A field with nothing in the checked value is called missing, whatever its schema
+ * (zod words a missing choice as "Invalid option: expected one of …").
  */
-export function describeIssue(issue: z.core.$ZodIssue, where: string, whole = "(event)", checked?: unknown): Problem {
+export function describeIssue(issue: z.core.$ZodIssue, where: string, whole: string, checked: unknown): Problem {
   const field = issue.path.length > 0 ? issue.path.map(String).join(".") : whole;
-  const missing = (issue.code === "invalid_type" && /received undefined/.test(issue.message)) || (issue.path.length > 0 && checked !== undefined && lacks(checked, issue.path));
-  return { where, field, reason: missing ? "required field is missing" : issue.message };
+  return { where, field, reason: valueAt(checked, issue.path) === undefined ? "required field is missing" : issue.message };
 }
 
-/** Whether the value has nothing at the path (an object lacking the key, or a shorter array). */
-function lacks(value: unknown, path: readonly PropertyKey[]): boolean {
-  let at: unknown = value;
+/** The value at a path, or undefined when something on the way is not there. */
+function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+  let at = value;
   for (const key of path) {
-    if (typeof at !== "object" || at === null) return false;
-    if (!(key in at)) return true;
+    if (typeof at !== "object" || at === null) return undefined;
     at = (at as Record<PropertyKey, unknown>)[key];
   }
-  return false;
+  return at;
 }
 
 /** Renders a problem the way the CLI prints it: `FILE:LINE: field: reason`. */
