@@ -11,6 +11,15 @@ function build(h: History, options: ReportOptions = {}): ReportData {
   return buildReport("test", h.events, options);
 }
 
+/** The parts a builder hands over for a history, in order. */
+function partsOf(h: History): ReportPart[] {
+  const parts: ReportPart[] = [];
+  const builder = new ReportBuilder("test", (part) => parts.push(part));
+  for (const event of h.events) builder.push(event);
+  builder.finish();
+  return parts;
+}
+
 describe("report data", () => {
   const h = new History()
     .open("s1", "tui", { budget: { capacity: 1, refillMs: 600_000 } })
@@ -106,10 +115,7 @@ describe("report data: fixed defects", () => {
 describe("report page", () => {
   it("keeps a text that looks like markup inside its data: no tag of the history reaches the page", () => {
     const h = new History().open("s1").completions("s1", ["p1"]).drain("s1");
-    const parts: ReportPart[] = [];
-    const builder = new ReportBuilder("test", (part) => parts.push(part));
-    for (const event of h.events) builder.push(event);
-    builder.finish();
+    const parts = partsOf(h);
     const hostile = parts.map((part) =>
       part.type === "rows" ? { ...part, turns: part.turns.map((t) => ({ ...t, text: "</script><script>alert(1)</script>" })) } : part,
     );
@@ -146,10 +152,7 @@ describe("report parts", () => {
 
   it("refuses parts that were cut short: no end, no report", () => {
     const h = new History().open("s1").completions("s1", ["p1"]).drain("s1");
-    const parts: ReportPart[] = [];
-    const builder = new ReportBuilder("test", (part) => parts.push(part));
-    for (const event of h.events) builder.push(event);
-    builder.finish();
+    const parts = partsOf(h);
     expect(() => mergeReportParts(parts.slice(0, -1))).toThrow(/no end part/);
   });
 });
