@@ -217,7 +217,7 @@ export class ReportBuilder {
   #events: ReportEventColumns = { seq: [], at: [], lane: [], type: [] };
   #turns: ReportTurn[] = [];
   #suppressed: ReportSuppressed[] = [];
-  /** Items made and not yet at their end, by the seq that made them (so in that order). */
+  /** Items made and not yet at their end, by the seq that made them. */
   readonly #items = new Map<number, OpenItem>();
   /**
    * R31's "owned by another session", counted the way `explain` counts it: a drain of a
@@ -325,22 +325,24 @@ export class ReportBuilder {
       item.last = note;
       item.at = this.#now;
     }
-    // Where it waits, as explain follows it: a busy, headless or skipping drain leaves it where it is.
     const fate = note.fate;
-    if (fate.what === "queued" || fate.what === "unparked" || fate.what === "over-budget") this.#wait(item, fate.session);
-    else if (fate.what === "followed") this.#wait(item, fate.to);
-    else if (fate.what !== "busy" && fate.what !== "headless" && fate.what !== "skipped-for-poll") this.#wait(item, undefined);
     // An item at its end leaves: a turn took it, or it is reported now with its reason.
-    if (note.fate.what === "dispatched") {
+    if (fate.what === "dispatched") {
       this.#items.delete(note.itemSeq);
       return;
     }
-    const gone = terminal[note.fate.what];
+    const gone = terminal[fate.what];
     // A CLI drain skips an unaddressed completion the agent polled, but leaves it in the pool
     // for another session's drain: only an addressed one is gone.
-    if (gone === undefined || (gone === "skipped-for-poll" && !item.addressed)) return;
-    this.#items.delete(note.itemSeq);
-    this.#addSuppressed(note.itemSeq, item, { seq: note.seq, why: gone, what: note.fate.what, reason: fateLine({ ...note.fate, seq: note.seq }) });
+    if (gone !== undefined && (gone !== "skipped-for-poll" || item.addressed)) {
+      this.#items.delete(note.itemSeq);
+      this.#addSuppressed(note.itemSeq, item, { seq: note.seq, why: gone, what: fate.what, reason: fateLine({ ...fate, seq: note.seq }) });
+      return;
+    }
+    // Where it waits, as explain follows it: a busy, headless or skipping drain leaves it where it is.
+    if (fate.what === "queued" || fate.what === "unparked" || fate.what === "over-budget") this.#wait(item, fate.session);
+    else if (fate.what === "followed") this.#wait(item, fate.to);
+    else if (fate.what !== "busy" && fate.what !== "headless" && fate.what !== "skipped-for-poll") this.#wait(item, undefined);
   }
 
   #addSuppressed(itemSeq: number, item: OpenItem, found: { seq: number; why: SuppressedWhy; what: string; reason: string }): void {
