@@ -1,4 +1,6 @@
 /** Exactly-once decisions and at-least-once delivery, with real processes, files and sockets (R23–R26). */
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { TurnfoldEvent } from "../src/events/index.js";
@@ -7,6 +9,7 @@ import { readAll } from "../src/events/log.js";
 import { records } from "./support/relay-contract.js";
 import { httpSink, idempotencyHeader } from "../src/sinks/http.js";
 import { startReceiver } from "../src/sinks/receiver.js";
+import { relay } from "../src/sinks/relay.js";
 import { Ledger } from "../src/ledger/ledger.js";
 import { ledgerOf } from "../src/ledger/projection.js";
 import type { DispatchedTurn } from "../src/sinks/sink.js";
@@ -126,5 +129,50 @@ describe("the HTTP sink and the loopback receiver", () => {
     expect(listed.map((t) => t.key)).toEqual(["log:1", "log:2"]);
     await receiver.close();
     await expect(httpSink({ url: receiver.url, retries: 0, timeoutMs: 500 }).deliver(turn(3))).rejects.toThrow();
+  });
+});
+
+/** A loopback server that records each request's headers and answers with `status`. */
+async function headerRecorder(status: number) {
+  const seen: IncomingHttpHeaders[] = [];
+  const server = createServer((request, response) => {
+    seen.push(request.headers);
+    request.resume().on("end", () => response.writeHead(status).end("{}"));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return { port, seen, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+describe("the HTTP sink's address", () => {
+  const turn: DispatchedTurn = { key: "log:1", recordSeq: 1, session: "s", consumer: "tui-poller", kind: "completions", members: ["p"], text: "t", statusLines: [] };
+
+  it("sends a user and password in the URL as Basic authentication, and keeps the password out of its name, its errors and the delivery marks", async () => {
+    const accepting = await headerRecorder(200);
+    const sink = httpSink({ url: `http://relay%40ops:s3cret-pw@127.0.0.1:${accepting.port}/turns` });
+    await sink.deliver(turn);
+    expect(accepting.seen[0]?.authorization).toBe(`Basic ${Buffer.from("relay@ops:s3cret-pw").toString("base64")}`);
+    expect(sink.name).toBe(`http:http://127.0.0.1:${accepting.port}/turns`);
+
+    const log = await openLog(fresh());
+    await records(log, 1, 1);
+    await relay(log, sink, { untilIdle: true, pollMs: 2 });
+    expect((await log.deliveredTo(`http:http://127.0.0.1:${accepting.port}/turns`)).size).toBe(1);
+    await log.close();
+    await accepting.close();
+
+    const refusing = await headerRecorder(503);
+    const failing = httpSink({ url: `http://relay:s3cret-pw@127.0.0.1:${refusing.port}/turns`, retries: 0 });
+    await expect(failing.deliver(turn)).rejects.toThrow(`http://127.0.0.1:${refusing.port}/turns answered 503`);
+    await refusing.close();
+    // Nothing listens there any more.
+    const error = (await failing.deliver(turn).catch((e: unknown) => e)) as Error;
+    expect(error.message).toBe(`POST http://127.0.0.1:${refusing.port}/turns: connection refused`);
+  });
+
+  it("is refused when it is not an http(s) URL, named without its password", () => {
+    expect(() => httpSink({ url: "ftp://relay:s3cret-pw@example.com/turns" })).toThrow('httpSink: expected an http:// or https:// URL, got "ftp://relay:***@example.com/turns" (ftp)');
+    expect(() => httpSink({ url: "localhost:8080" })).toThrow("httpSink: expected an http:// or https:// URL");
+    expect(() => httpSink({ url: "not a url" })).toThrow('got "not a url"');
   });
 });

@@ -3,14 +3,14 @@
  * ports, real SQLite files, a real Python client, SIGKILL in the middle of the traffic.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { request } from "node:http";
-import { connect } from "node:net";
+import { createServer as createHttpServer, request } from "node:http";
+import { connect, createServer as createNetServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TurnfoldEvent } from "../src/events/schema.js";
 import { openLog } from "../src/open.js";
 import { startReceiver } from "../src/sinks/receiver.js";
-import { cli, cliLive } from "./support/cli.js";
+import { cli, cliEntry, cliLive } from "./support/cli.js";
 import { call, openStream, producerToken, serve, type Served } from "./support/serve.js";
 import { tempDir } from "./support/tmp.js";
 
@@ -451,5 +451,87 @@ describe("turnfold run", () => {
     expect(cli(["replay", db, "--verify"]).code).toBe(0);
     await log.close();
     await receiver.close();
+  }, 60_000);
+});
+
+/** Runs the command to its end, killing it after `ms` (a command that should have stopped and did not). */
+function finished(args: readonly string[], ms = 20_000): Promise<{ code: number | null; stderr: string; killed: boolean }> {
+  const proc = spawn(process.execPath, [cliEntry, ...args], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, TURNFOLD_PRODUCER_TOKEN: producerToken, NO_COLOR: "1" } });
+  let stderr = "";
+  proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  let killed = false;
+  const timer = setTimeout(() => {
+    killed = true;
+    proc.kill("SIGKILL");
+  }, ms);
+  return new Promise((resolve) =>
+    proc.on("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr, killed });
+    }),
+  );
+}
+
+describe("addresses the service commands are given", () => {
+  it("a port that is taken or a host that does not resolve ends serve and sink at once, saying which and why", async () => {
+    const taken = createNetServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = String((taken.address() as AddressInfo).port);
+    const db = freshDb();
+    const inUse = await finished(["serve", "--db", db, "--port", port]);
+    expect(inUse.killed, inUse.stderr).toBe(false);
+    expect(inUse.code).toBe(1);
+    expect(inUse.stderr).toBe(`turnfold: cannot listen on 127.0.0.1:${port}: the address is already in use\n`);
+    const noHost = await finished(["serve", "--db", db, "--port", "0", "--host", "no-such-host.invalid"]);
+    expect(noHost.killed, noHost.stderr).toBe(false);
+    expect(noHost.stderr).toBe("turnfold: cannot listen on no-such-host.invalid:0: no such host\n");
+    const sink = await finished(["sink", "--port", port]);
+    expect(sink.code).toBe(1);
+    expect(sink.stderr).toBe(`turnfold: cannot listen on 127.0.0.1:${port}: the address is already in use\n`);
+    await new Promise<void>((resolve) => taken.close(() => resolve()));
+    // The log the failed serve opened is whole and can be used.
+    expect(cli(["replay", db]).code).toBe(0);
+  }, 60_000);
+
+  it("a port out of range is bad usage, as is a sink URL that is not http(s), named without its password", async () => {
+    for (const args of [
+      ["sink", "--port", "99999"],
+      ["serve", "--db", freshDb(), "--port", "65536"],
+    ]) {
+      const result = cli(args);
+      expect(result.code, args.join(" ")).toBe(2);
+      expect(result.stderr).toContain(`option '--port <port>' argument '${args.at(-1)}' is invalid. expected a port from 0 (any free port) to 65535`);
+    }
+    for (const command of ["run", "serve", "relay"]) {
+      const result = cli([command, "--db", freshDb(), "--url", "ftp://relay:s3cret-pw@example.com/turns"], { env: { TURNFOLD_PRODUCER_TOKEN: producerToken } });
+      expect(result.code, command).toBe(2);
+      expect(result.stderr).toContain(`error: option '--url <url>' is invalid: expected an http:// or https:// URL, got "ftp://relay:***@example.com/turns" (ftp)`);
+      expect(result.stderr).not.toContain("s3cret-pw");
+    }
+  });
+
+  it("run delivers to a sink URL with a user and password (as Basic authentication) and never prints the password", async () => {
+    const db = freshDb();
+    const seen: string[] = [];
+    const sink = createHttpServer((request, response) => {
+      seen.push(String(request.headers.authorization));
+      request.resume().on("end", () => response.writeHead(200).end("{}"));
+    });
+    await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve));
+    const port = (sink.address() as AddressInfo).port;
+    const log = await openLog(db);
+    await log.append([{ type: "session.opened", at: 1, session: "s1", surface: "tui" }, exit("b1", "s1"), { type: "drain", at: 2, session: "s1", consumer: "tui-poller" }]);
+    const run = cliLive(["run", "--db", db, "--url", `http://relay:s3cret-pw@127.0.0.1:${port}/turns`]);
+    let stderr = "";
+    run.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const deadline = Date.now() + 20_000;
+    while (seen.length < 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    run.kill("SIGTERM");
+    expect(await new Promise<number | null>((resolve) => run.on("exit", resolve)), stderr).toBe(0);
+    expect(seen).toEqual([`Basic ${Buffer.from("relay:s3cret-pw").toString("base64")}`]);
+    expect(stderr).toContain(`sink=http://relay:***@127.0.0.1:${port}/turns`);
+    expect(stderr).not.toContain("s3cret-pw");
+    await log.close();
+    await new Promise<void>((resolve) => sink.close(() => resolve()));
   }, 60_000);
 });

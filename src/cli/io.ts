@@ -7,6 +7,22 @@ export class InputError extends Error {
   override readonly name = "TurnfoldInputError";
 }
 
+/** Why a server could not listen on `host:port`, in words, as bad input (exit 1). */
+export function listenError(host: string, port: number, error: unknown): InputError {
+  const code = (error as NodeJS.ErrnoException).code;
+  const why =
+    code === "EADDRINUSE"
+      ? "the address is already in use"
+      : code === "EACCES"
+        ? "permission denied (a port below 1024 needs privileges)"
+        : code === "ENOTFOUND" || code === "EAI_AGAIN"
+          ? "no such host"
+          : code === "EADDRNOTAVAIL"
+            ? "not an address of this machine"
+            : String((error as Error).message ?? error);
+  return new InputError(`cannot listen on ${host}:${port}: ${why}`);
+}
+
 /** Checks that a path names a file, naming the problem when it is missing or a folder. */
 export function requireFile(path: string): void {
   let stats;

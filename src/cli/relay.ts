@@ -3,7 +3,7 @@ import { openLog } from "../open.js";
 import { httpSink } from "../sinks/http.js";
 import { relay } from "../sinks/relay.js";
 import { runCommand, stopSignal } from "./io.js";
-import { dbOption, positiveInt } from "./options.js";
+import { checkSinkUrl, dbOption } from "./options.js";
 
 export function relayCommand(program: Command): void {
   program
@@ -12,8 +12,9 @@ export function relayCommand(program: Command): void {
     .addOption(dbOption())
     .requiredOption("--url <url>", "where to POST each turn")
     .option("--until-idle", "stop once every record is delivered")
-    .action((options: { db: string; url: string; untilIdle?: boolean }) =>
-      runCommand(async () => {
+    .action((options: { db: string; url: string; untilIdle?: boolean }, command: Command) => {
+      checkSinkUrl(command, options.url);
+      return runCommand(async () => {
         const signal = stopSignal();
         const log = await openLog(options.db, { create: false });
         const result = await relay(log, httpSink({ url: options.url }), {
@@ -23,6 +24,6 @@ export function relayCommand(program: Command): void {
         });
         await log.close();
         process.stderr.write(`turnfold relay: ${result.delivered} turns delivered\n`);
-      }),
-    );
+      });
+    });
 }

@@ -4,8 +4,8 @@ import { redactUrl } from "../events/urls.js";
 import { openLog } from "../open.js";
 import { startPipeline, type PipelineEvent } from "../service/pipeline.js";
 import { createService } from "../service/server.js";
-import { InputError, runCommand, stopSignal, stopped } from "./io.js";
-import { dbOption, positiveInt } from "./options.js";
+import { InputError, listenError, runCommand, stopSignal, stopped } from "./io.js";
+import { checkSinkUrl, dbOption, portNumber, positiveInt } from "./options.js";
 
 interface RunOptions {
   db: string;
@@ -43,34 +43,36 @@ export function runCommands(program: Command): void {
     .addOption(dbOption())
     .option("--url <url>", "deliver each recorded turn to this HTTP sink")
     .option("--json", "log lines as JSON objects")
-    .action((options: RunOptions) =>
-      runCommand(async () => {
+    .action((options: RunOptions, command: Command) => {
+      checkSinkUrl(command, options.url);
+      return runCommand(async () => {
         const signal = stopSignal();
         const log = await openLog(options.db, { create: true });
         const say = reporter(options.json ?? false);
         const pipeline = startPipeline({ log, ...(options.url ? { sinkUrl: options.url } : {}), report: (e: PipelineEvent) => say({ ...e }) });
-        say({ event: "running", db: redactUrl(options.db), sink: options.url ?? "(none: record only)" });
+        say({ event: "running", db: redactUrl(options.db), sink: options.url ? redactUrl(options.url) : "(none: record only)" });
         void stopped(signal).then(() => pipeline.stop());
         await pipeline.done;
         await log.close();
         say({ event: "stopped", folded: pipeline.folded() });
         return 0;
-      }),
-    );
+      });
+    });
 
   program
     .command("serve")
     .description("run, plus an HTTP API: producers post events and open sessions, sessions act and stream their turns")
     .addOption(dbOption())
     .option("--host <host>", "address to listen on", "127.0.0.1")
-    .option("--port <port>", "port to listen on (0: any free port)", (v) => (v === "0" ? 0 : positiveInt(v)), 8700)
+    .option("--port <port>", "port to listen on (0: any free port)", portNumber, 8700)
     .option("--url <url>", "also deliver each recorded turn to this HTTP sink")
     .option("--producer-token-file <file>", "file holding the producers' token (default: the TURNFOLD_PRODUCER_TOKEN environment variable)")
     .option("--body-limit <bytes>", "largest request body", positiveInt, 1 << 20)
     .option("--request-timeout-ms <ms>", "time to receive a whole request", positiveInt, 10_000)
     .option("--json", "log lines as JSON objects")
-    .action((options: ServeOptions) =>
-      runCommand(async () => {
+    .action((options: ServeOptions, command: Command) => {
+      checkSinkUrl(command, options.url);
+      return runCommand(async () => {
         const signal = stopSignal();
         const producerToken = producerTokenOf(options.producerTokenFile);
         const log = await openLog(options.db, { create: true });
@@ -82,6 +84,17 @@ export function runCommands(program: Command): void {
           requestTimeoutMs: options.requestTimeoutMs,
           logLine: (line) => say({ event: "request", ...line }),
         });
+        // Listen before anything starts in the background: a port in use or a host that
+        // does not resolve ends the command at once, with the log closed, instead of
+        // leaving a runner going with nothing to serve.
+        let address: string;
+        try {
+          address = await service.listen(options.host, options.port);
+        } catch (error) {
+          await service.close();
+          await log.close();
+          throw listenError(options.host, options.port, error);
+        }
         const pipeline = startPipeline({
           log,
           ...(options.url ? { sinkUrl: options.url } : {}),
@@ -92,7 +105,6 @@ export function runCommands(program: Command): void {
             say({ ...e });
           },
         });
-        const address = await service.listen(options.host, options.port);
         say({ event: "listening", address, db: redactUrl(options.db) });
         void stopped(signal).then(async () => {
           await service.close();
@@ -102,8 +114,8 @@ export function runCommands(program: Command): void {
         await log.close();
         say({ event: "stopped", folded: pipeline.folded() });
         return 0;
-      }),
-    );
+      });
+    });
 }
 
 /** The producer token: from a file, or the environment; never from the command line. */

@@ -1,19 +1,19 @@
 import type { Command } from "commander";
 import { startReceiver } from "../sinks/receiver.js";
-import { runCommand, stopSignal, stopped } from "./io.js";
-import { positiveInt } from "./options.js";
+import { listenError, runCommand, stopSignal, stopped } from "./io.js";
+import { portNumber } from "./options.js";
 
 export function sinkCommand(program: Command): void {
   program
     .command("sink")
     .description("run a loopback HTTP turn receiver: print each turn received as a JSON line, dropping repeats by idempotency key")
-    .option("--port <port>", "port on 127.0.0.1 (default: any free one)", positiveInt)
+    .option("--port <port>", "port on 127.0.0.1 (default, or 0: any free one)", portNumber)
     .action((options: { port?: number }) =>
       runCommand(async () => {
         const signal = stopSignal();
-        const receiver = await startReceiver({
-          ...(options.port ? { port: options.port } : {}),
-          onTurn: (turn) => process.stdout.write(JSON.stringify(turn) + "\n"),
+        const port = options.port ?? 0;
+        const receiver = await startReceiver({ port, onTurn: (turn) => process.stdout.write(JSON.stringify(turn) + "\n") }).catch((error: unknown) => {
+          throw listenError("127.0.0.1", port, error);
         });
         process.stderr.write(`turnfold sink: receiving turns at ${receiver.url}\n`);
         await stopped(signal);

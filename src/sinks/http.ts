@@ -1,4 +1,5 @@
 /** POSTs each turn as JSON, with its idempotency key in a header, a timeout and a few quick retries. */
+import { redactUrl } from "../events/urls.js";
 import type { DispatchedTurn, TurnSink } from "./sink.js";
 
 /** The header that carries a turn's idempotency key. */
@@ -6,6 +7,10 @@ export const idempotencyHeader = "Idempotency-Key";
 
 /** Where and how the HTTP sink posts. */
 export interface HttpSinkOptions {
+  /**
+   * An `http://` or `https://` URL. A user and password in it (`https://user:pw@host/…`)
+   * are sent as HTTP Basic authentication, and never appear in the sink's name or errors.
+   */
   readonly url: string;
   /** Per request, in ms. Default 5000. */
   readonly timeoutMs?: number;
@@ -21,27 +26,87 @@ export class HttpSinkError extends Error {
   constructor(
     message: string,
     readonly status: number | undefined,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
   }
 }
 
-/** A sink that POSTs each turn as JSON with its idempotency key, retrying 5xx, 408 and 429 a few times. */
+/** Why `url` cannot be a sink's address, or undefined when it can. Names the URL without its password. */
+export function sinkUrlProblem(url: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return `expected an http:// or https:// URL, got "${redactUrl(url)}"`;
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return `expected an http:// or https:// URL, got "${redactUrl(url)}" (${parsed.protocol.slice(0, -1)})`;
+  return undefined;
+}
+
+/** A URL's user or password as typed, its %-escapes undone (a malformed escape stays as it is). */
+function unescaped(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
+/** Why a request never got an answer, in words (fetch itself says only "fetch failed"). */
+function unanswered(error: unknown): string {
+  if (error instanceof Error && error.name === "TimeoutError") return "no answer in time";
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
+  const code = cause?.code;
+  switch (code) {
+    case "ECONNREFUSED":
+      return "connection refused";
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return "no such host";
+    case "ECONNRESET":
+    case "UND_ERR_SOCKET":
+      return "the connection was closed before an answer";
+    default:
+      if (typeof code === "string") return code;
+      // fetch's own refusals (a port it never connects to, say) say why in the cause.
+      return typeof cause?.message === "string" ? cause.message : String((error as Error).message ?? error);
+  }
+}
+
+/**
+ * A sink that POSTs each turn as JSON with its idempotency key, retrying 5xx, 408 and 429
+ * (and requests that got no answer) a few times.
+ */
 export function httpSink(options: HttpSinkOptions): TurnSink {
+  const problem = sinkUrlProblem(options.url);
+  if (problem !== undefined) throw new TypeError(`httpSink: ${problem}`);
+  // fetch refuses a URL with credentials: they go in a header, and out of every name.
+  const target = new URL(options.url);
+  const credentials = target.username !== "" || target.password !== "" ? `${unescaped(target.username)}:${unescaped(target.password)}` : undefined;
+  target.username = "";
+  target.password = "";
+  const url = credentials === undefined ? options.url : target.toString();
+  const authorization: Record<string, string> = credentials === undefined ? {} : { authorization: `Basic ${Buffer.from(credentials).toString("base64")}` };
   const tries = 1 + (options.retries ?? 2);
   const post = async (turn: DispatchedTurn): Promise<void> => {
-    const response = await fetch(options.url, {
-      method: "POST",
-      headers: { "content-type": "application/json", [idempotencyHeader]: turn.key, ...options.headers },
-      body: JSON.stringify(turn),
-      signal: AbortSignal.timeout(options.timeoutMs ?? 5000),
-    });
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", [idempotencyHeader]: turn.key, ...authorization, ...options.headers },
+        body: JSON.stringify(turn),
+        signal: AbortSignal.timeout(options.timeoutMs ?? 5000),
+      });
+    } catch (error) {
+      throw new HttpSinkError(`POST ${url}: ${unanswered(error)}`, undefined, { cause: error });
+    }
     // Drain the body so the connection can be reused.
     await response.arrayBuffer();
-    if (!response.ok) throw new HttpSinkError(`${options.url} answered ${response.status}`, response.status);
+    if (!response.ok) throw new HttpSinkError(`${url} answered ${response.status}`, response.status);
   };
   return {
-    name: options.name ?? `http:${options.url}`,
+    name: options.name ?? `http:${url}`,
     async deliver(turn) {
       let last: unknown;
       for (let attempt = 0; attempt < tries; attempt++) {
