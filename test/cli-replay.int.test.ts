@@ -129,6 +129,15 @@ describe("turnfold probe", () => {
     const mixed = runs.find((r) => r["scenario"] === "mixed" && r["surface"] === "cli")!;
     expect(mixed["payloadOrder"]).toEqual([0, 0, 0, 0, 1, 2, 2, 2, 2, 3, 4, 4, 4, 4]);
   }, 120_000);
+
+  it("refuses a report file it could not write before it runs anything", () => {
+    const missing = join(dir, "no-such-folder", "probe.json");
+    const result = cli(["probe", missing]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(`turnfold: ${missing}: cannot write the probe report (its folder does not exist)\n`);
+    expect(result.stdout).toBe("");
+    expect(cli(["probe", dir]).stderr).toBe(`turnfold: ${dir}: cannot write the probe report (it is a directory)\n`);
+  });
 });
 
 describe("turnfold report", () => {
@@ -152,7 +161,7 @@ describe("turnfold report", () => {
     expect(missing.stderr).toContain("nope.jsonl: no such file");
     const unwritable = cli(["report", example("mixed"), "-o", join(dir, "no-such-folder", "r.html")]);
     expect(unwritable.code).toBe(1);
-    expect(unwritable.stderr).toContain("cannot write the report");
+    expect(unwritable.stderr).toBe(`turnfold: ${join(dir, "no-such-folder", "r.html")}: cannot write the report (its folder does not exist)\n`);
     const folder = cli(["report", example("mixed"), "-o", dir]);
     expect(folder.code).toBe(1);
     expect(folder.stderr).toBe(`turnfold: ${dir}: cannot write the report (it is a directory)\n`);

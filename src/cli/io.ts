@@ -1,5 +1,6 @@
 /** Shared edges of the CLI: reading input files, writing lines, and turning errors into exit codes. */
-import { readFileSync, statSync } from "node:fs";
+import { accessSync, constants, readFileSync, statSync } from "node:fs";
+import { dirname } from "node:path";
 import { isLogError } from "../events/errors.js";
 
 /** Bad input: a message for stderr and exit code 1. */
@@ -21,6 +22,26 @@ export function listenError(host: string, port: number, error: unknown): InputEr
             ? "not an address of this machine"
             : String((error as Error).message ?? error);
   return new InputError(`cannot listen on ${host}:${port}: ${why}`);
+}
+
+/**
+ * Checks, before any work, that a file can be written at `path`: not a folder, in a
+ * folder that exists and may be written to. `what` names the file in the message.
+ */
+export function requireWritable(path: string, what: string): void {
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(path).isDirectory();
+  } catch {
+    // Not there yet: its folder decides.
+  }
+  if (isDirectory) throw new InputError(`${path}: cannot write ${what} (it is a directory)`);
+  try {
+    accessSync(dirname(path), constants.W_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new InputError(`${path}: cannot write ${what} (${code === "ENOENT" ? "its folder does not exist" : "its folder cannot be written to"})`);
+  }
 }
 
 /** Checks that a path names a file, naming the problem when it is missing or a folder. */

@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { probeAll, probeConsumers, scenarios, type ProbeRun } from "../probe/probe.js";
-import { runCommand, writeOut } from "./io.js";
+import { InputError, requireWritable, runCommand, writeOut } from "./io.js";
 import { styler, useColour } from "./style.js";
 
 export function probeCommand(program: Command): void {
@@ -11,6 +11,8 @@ export function probeCommand(program: Command): void {
     .argument("[output]", "write the full report as JSON to this file")
     .action((output: string | undefined) =>
       runCommand(async () => {
+        // Refused before the runs, not after them.
+        if (output) requireWritable(output, "the probe report");
         const started = Date.now();
         const total = probeConsumers.length * scenarios.length;
         let done = 0;
@@ -20,7 +22,13 @@ export function probeCommand(program: Command): void {
           process.stderr.write(`probe ${done}/${total}: ${run.surface} ${run.scenario}: ${run.wireTurns} turns for ${run.naiveTurns} completions, ${verdict}\n`);
         });
         await writeOut(table(runs) + `\n${runs.filter((r) => r.problems.length === 0).length}/${runs.length} runs as specified, in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
-        if (output) writeFileSync(output, JSON.stringify({ generatedAt: new Date().toISOString(), runs }, null, 2) + "\n");
+        if (output) {
+          try {
+            writeFileSync(output, JSON.stringify({ generatedAt: new Date().toISOString(), runs }, null, 2) + "\n");
+          } catch (error) {
+            throw new InputError(`${output}: cannot write the probe report (${(error as Error).message})`);
+          }
+        }
         return runs.every((r) => r.problems.length === 0) ? 0 : 1;
       }),
     );

@@ -1,11 +1,11 @@
-import { closeSync, existsSync, openSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { closeSync, openSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { Command } from "commander";
 import type { Budget } from "../events/schema.js";
 import { redactUrl } from "../events/urls.js";
 import { ReportBuilder } from "../report/data.js";
 import { ReportPage } from "../report/html.js";
-import { InputError, runCommand } from "./io.js";
+import { InputError, requireWritable, runCommand } from "./io.js";
 import { openHistory } from "./load-session.js";
 import { budgetOption } from "./options.js";
 import { progress } from "./style.js";
@@ -32,7 +32,7 @@ export function reportCommand(program: Command): void {
         const partial = join(dirname(options.output), `.${basename(options.output)}.${process.pid}.partial`);
         const cannotWrite = (error: unknown) => new InputError(`${options.output}: cannot write the report (${(error as Error).message})`);
         // Said before the history is read, not after.
-        if (existsSync(options.output) && statSync(options.output).isDirectory()) throw new InputError(`${options.output}: cannot write the report (it is a directory)`);
+        requireWritable(options.output, "the report");
         let fd: number;
         try {
           fd = openSync(partial, "w");
