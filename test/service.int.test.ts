@@ -155,6 +155,15 @@ describe("turnfold serve: bad bodies get a clear 4xx and append nothing", () => 
     expect(await lastSeq()).toBe(before);
   });
 
+  it("a body of another media type and a path that cannot be decoded get the API's own error, naming what to send", async () => {
+    const form = await call(server.url, "POST", "/v1/events", producerToken, "type=drain", { "content-type": "application/x-www-form-urlencoded" });
+    expect(form.status).toBe(415);
+    expect(form.body).toEqual({ error: "send the body as Content-Type: application/json (or application/x-ndjson, one event per line, to /v1/events)" });
+    const badPath = await call(server.url, "POST", "/v1/sessions/%ZZ/drain", producerToken, { consumer: "tui-poller" });
+    expect(badPath.status).toBe(400);
+    expect(badPath.body).toEqual({ error: "the request path is not a valid URL (a malformed %-escape?)" });
+  });
+
   it("NDJSON: appended whole when every line is good, and a bad line is named", async () => {
     const before = await lastSeq();
     const good = [exit("n1", "s1"), exit("n2", "s1")].map((e) => JSON.stringify(e)).join("\n");

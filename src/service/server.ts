@@ -7,7 +7,7 @@
  */
 import { once } from "node:events";
 import type { ServerResponse } from "node:http";
-import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { Subscription } from "rxjs";
 import { z } from "zod";
 import { readPages } from "../events/log.js";
@@ -173,6 +173,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     routerOptions: { maxParamLength: 256 },
     return503OnClosing: true,
     logger: false,
+    // A path fastify cannot decode (a malformed %-escape) gets the API's own error shape.
+    frameworkErrors: (_error, _request, reply) => (reply as FastifyReply).code(400).send({ error: "the request path is not a valid URL (a malformed %-escape?)" }),
   });
 
   app.addContentTypeParser("application/x-ndjson", { parseAs: "string" }, (_request, body, done) => {
@@ -199,6 +201,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     if (error instanceof HttpError) return reply.code(error.status).send(error.body);
     const status = error.statusCode ?? 500;
     if (status === 413) return reply.code(413).send({ error: `the body is larger than ${options.bodyLimit ?? 1 << 20} bytes` });
+    if (status === 415) return reply.code(415).send({ error: "send the body as Content-Type: application/json (or application/x-ndjson, one event per line, to /v1/events)" });
     if (status >= 400 && status < 500) return reply.code(status).send({ error: error.message });
     return reply.code(500).send({ error: "internal error" });
   });
