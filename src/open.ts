@@ -3,6 +3,7 @@
  * delegation ledger), so every opener of a log registers the same ones, and the ledger
  * policy is given once, to the projection that both applies and decides with it.
  */
+import { logError } from "./events/errors.js";
 import { MemoryLog } from "./events/memory-log.js";
 import { openSqliteLog } from "./events/sqlite-log.js";
 import { isPostgresUrl } from "./events/urls.js";
@@ -39,6 +40,11 @@ export const memoryTarget = "memory:";
  * const ledger = new Ledger(log);
  */
 export async function openLog(target: string, options: OpenLogOptions = {}): Promise<TurnfoldLog> {
+  // An empty name would reach SQLite, which takes it for a temporary file deleted on close:
+  // everything appended would be lost without a word.
+  if (typeof target !== "string" || target.trim() === "") {
+    throw logError("no-target", String(target ?? ""), `no log named (${JSON.stringify(target ?? null)}): give a SQLite file path, a postgres:// URL or "${memoryTarget}"`);
+  }
   const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy)];
   if (target === memoryTarget) return new MemoryLog({ projections });
   if (isPostgresUrl(target)) {

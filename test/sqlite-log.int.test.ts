@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
@@ -123,6 +123,27 @@ describe("sqlite log file", () => {
     const error = await openError(path);
     expect(isLogError(error) && error.code).toBe("newer-version");
     expect(String((error as Error).message)).toMatch(/newer turnfold.*version 9/);
+  });
+
+  it.skipIf(!existsSync("/proc/self/fd"))("lets go of the file when closed, also when it found its tables in place", async () => {
+    const path = fresh();
+    await (await openLog(path)).close();
+    const handles = () => readdirSync("/proc/self/fd").length;
+    const before = handles();
+    for (let i = 0; i < 20; i++) await (await openLog(path, { create: false })).close();
+    // Two handles per open (the file and its WAL) stayed open before the fix.
+    expect(handles()).toBeLessThan(before + 5);
+  });
+
+  it("refuses an empty name instead of taking it for a temporary file", async () => {
+    for (const target of ["", "  "]) {
+      const error = await openAny(target).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isLogError(error) && error.code, JSON.stringify(target)).toBe("no-target");
+      expect((error as Error).message).toBe(`no log named (${JSON.stringify(target)}): give a SQLite file path, a postgres:// URL or "memory:"`);
+    }
   });
 
   it("names each kind of file it cannot open", async () => {

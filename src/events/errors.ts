@@ -12,7 +12,9 @@ export type LogErrorCode =
   | "unknown-projection"
   | "bad-url"
   | "missing-database"
-  | "connection-failed";
+  | "connection-failed"
+  | "no-target"
+  | "closed";
 
 /** An error of a log, with a stable `code` and the file or (redacted) URL it is about. */
 export interface LogError extends Error {

@@ -2,6 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { Subject, type Observable } from "rxjs";
 import type { Stored, TurnfoldEvent } from "./schema.js";
+import { logError } from "./errors.js";
 import { assertValidEvents } from "./validate.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
 import {
@@ -32,6 +33,8 @@ export class MemoryLog implements EventStore {
   readonly #deliveries = new Map<string, Set<number>>();
   readonly #appended = new Subject<void>();
   readonly #gate = new WriteGate();
+
+  #closed = false;
 
   constructor(options: MemoryLogOptions = {}) {
     this.projections = options.projections ?? [];
@@ -127,6 +130,7 @@ export class MemoryLog implements EventStore {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     this.#appended.complete();
   }
 
@@ -137,6 +141,8 @@ export class MemoryLog implements EventStore {
   }
 
   #appendNow(events: readonly TurnfoldEvent[], notify = true): number[] {
+    // As the other adapters refuse a write once closed (their connection is gone).
+    if (this.#closed) throw logError("closed", "memory:", "the in-memory log is closed: nothing appended");
     assertValidEvents(events);
     // Copy first, so a caller mutating its objects later cannot rewrite history; and
     // build every copy before storing any, so a bad event leaves the log as it was.

@@ -470,6 +470,10 @@ export class SqliteLog implements EventStore {
     this.#appended.complete();
     await this.#gate.run(() => undefined);
     await this.#kysely.destroy();
+    // kysely closes the database only if it ever opened a connection to it, and a log
+    // that found its tables in place may never have: two file handles left open per
+    // open and close, until the process ended.
+    if (this.#db.open) this.#db.close();
   }
 
   #appendNotify(events: readonly TurnfoldEvent[]): number[] {

@@ -97,6 +97,13 @@ export function isInvalidEventsError(value: unknown): value is InvalidEventsErro
  * append goes through, so bad input never reaches a log, whoever calls the port.
  */
 export function assertValidEvents(events: readonly unknown[]): void {
+  if (!Array.isArray(events)) {
+    // A caller without the types (or with a cast) passing one event: said, not a TypeError
+    // from inside an adapter, nor (SQLite) an append of nothing that looks like success.
+    const given = events === null ? "null" : typeof events === "object" ? "an object" : typeof events;
+    const reason = `append takes an array of events, got ${given}`;
+    throw invalidEvents([{ where: "the batch", field: "(events)", reason }], `nothing appended: ${reason}`);
+  }
   const problems: Problem[] = [];
   for (let i = 0; i < events.length; i++) {
     // The hot path: a valid event is parsed once, in place (the schemas are loose, so a
@@ -105,15 +112,23 @@ export function assertValidEvents(events: readonly unknown[]): void {
     const checked = validateEvent(events[i], `event ${i}`);
     if (!checked.ok) problems.push(...checked.problems);
   }
-  if (problems.length === 0) return;
+  if (problems.length > 0) throw invalidEvents(problems);
+}
+
+function eventsMessage(problems: readonly Problem[]): string {
   const shown = problems.slice(0, 5).map((p) => `${p.where}: ${p.field}: ${p.reason}`);
   const more = problems.length > 5 ? `; and ${problems.length - 5} more` : "";
-  const error = new Error(`nothing appended, ${problems.length === 1 ? "an event is" : "events are"} not valid: ${shown.join("; ")}${more}`) as Error & {
+  return `nothing appended, ${problems.length === 1 ? "an event is" : "events are"} not valid: ${shown.join("; ")}${more}`;
+}
+
+/** The error of a refused append: the first five problems in its message, all of them in `problems`. */
+function invalidEvents(problems: readonly Problem[], message = eventsMessage(problems)): InvalidEventsError {
+  const error = new Error(message) as Error & {
     code: "invalid-events";
     problems: readonly Problem[];
   };
   error.name = "TurnfoldInvalidEvents";
   error.code = "invalid-events";
   error.problems = problems;
-  throw error;
+  return error;
 }

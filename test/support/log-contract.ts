@@ -64,6 +64,16 @@ export function describeLogContract(name: string, open: () => Promise<EventLog>)
       await log.close();
     });
 
+    it("refuses a batch that is not an array, saying so, and a write once closed; nothing is appended", async () => {
+      const log = await open();
+      await log.append([drainEvent("kept")]);
+      const one = log.append(drainEvent("alone") as unknown as TurnfoldEvent[]);
+      await expect(one).rejects.toThrow("nothing appended: append takes an array of events, got an object");
+      expect(await log.lastSeq()).toBe(1);
+      await log.close();
+      await expect(log.append([drainEvent("late")])).rejects.toThrow();
+    });
+
     it("reads a page from a seq, and iterates across pages", async () => {
       const log = await open();
       await log.append(Array.from({ length: 25 }, (_, i) => drainEvent(`s${i}`)));
