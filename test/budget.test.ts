@@ -87,3 +87,15 @@ describe("R30 wake budget", () => {
     expect(fold(h).turns).toHaveLength(2);
   });
 });
+
+describe("a projection's own limits", () => {
+  it("are checked when it is made, naming the field and the value", () => {
+    const made = (options: unknown) => () => new Projection(options as ProjectionOptions);
+    expect(made({ budget: { capacity: 0, refillMs: 60_000 } })).toThrow("Projection options: budget.capacity: Too small: expected number to be >0, got 0");
+    expect(made({ budget: { capacity: 3 } })).toThrow("Projection options: budget.refillMs: required field is missing");
+    expect(made({ parking: { ttlMs: -1, total: 32, perOwner: 8 } })).toThrow("Projection options: parking.ttlMs: Too small: expected number to be >=0, got -1");
+    expect(made({ gateway: { windowMs: 1.5 } })).toThrow("Projection options: gateway.windowMs: Invalid input: expected int, received number, got 1.5");
+    expect(() => replay([], { budget: { capacity: 2, refillMs: Number.NaN } })).toThrow("budget.refillMs");
+    expect(made({ budget: { capacity: 3, refillMs: 60_000 }, parking: { ttlMs: 0, total: 0, perOwner: 0 }, gateway: { windowMs: 0 } })).not.toThrow();
+  });
+});

@@ -32,6 +32,12 @@ async function finish(log: TurnfoldLog, supervisor: Supervisor) {
   await log.close();
 }
 
+describe("a supervisor without a log", () => {
+  it("is refused when made, not after its first child exits into a promise nobody awaits", () => {
+    expect(() => new Supervisor({} as ConstructorParameters<typeof Supervisor>[0])).toThrow("Supervisor: options.log is required");
+  });
+});
+
 describe("exits (R20)", () => {
   it("records one exit with code, command, owner and output tail", async () => {
     const { log, supervisor, events } = await setup();

@@ -3,7 +3,8 @@
  * One `Projection` owns its state outright, so it steps it in place; `replay`, the RxJS
  * operator and the live runner all drive this one class, which is why they agree.
  */
-import type { Budget, Stored, TurnKind } from "../events/schema.js";
+import { z } from "zod";
+import { Budget, type Stored, type TurnKind } from "../events/schema.js";
 import type { Decisions, Dispatch, Note, OverBudget } from "../reducers/decisions.js";
 import { step } from "../reducers/reduce.js";
 import { flushGateway, nextGatewayDeadline } from "../reducers/gateway.js";
@@ -91,6 +92,7 @@ export class Projection {
   readonly #decisions: Decisions;
 
   constructor(options: ProjectionOptions = {}) {
+    checkLimits(options);
     this.#state = createState(options.parking, { ...defaultGateway, ...options.gateway }, options.budget);
     this.#renderer = createRenderer(options.templates);
     const dispatch = (d: Dispatch) => this.#render(d);
@@ -191,6 +193,24 @@ export class Projection {
       entryTexts: d.items.map((i) => renderText({ ...d, items: [i] }, this.#renderer, this.#state.gateway)),
     });
   }
+}
+
+const count = z.number().int().nonnegative();
+const positive = z.number().int().positive();
+/** The numbers a projection's options set: a typo or a negative limit is said, not folded with. */
+const Limits = z.object({
+  budget: Budget.optional(),
+  parking: z.object({ ttlMs: count, total: count, perOwner: count }).optional(),
+  gateway: z.object({ windowMs: count, maxDetails: positive, detailChars: positive }).partial().optional(),
+});
+
+/** Refuses options whose limits are not whole numbers in range, naming the field. */
+function checkLimits(options: ProjectionOptions): void {
+  const checked = Limits.safeParse(options);
+  if (checked.success) return;
+  const issue = checked.error.issues[0]!;
+  const value = issue.path.reduce<unknown>((at, key) => (at as Record<PropertyKey, unknown> | undefined)?.[key], options);
+  throw new TypeError(`Projection options: ${issue.path.join(".")}: ${value === undefined ? "required field is missing" : `${issue.message}, got ${typeof value === "number" ? String(value) : JSON.stringify(value)}`}`);
 }
 
 const noOutputs: Output[] = [];

@@ -103,6 +103,8 @@ export class Supervisor {
   #next = 0;
 
   constructor(options: SupervisorOptions) {
+    // Without a log every event would be lost, in a rejected promise nobody awaits.
+    if (typeof options?.log?.append !== "function") throw new TypeError("Supervisor: options.log is required: the log its processes' events go to (see openLog)");
     this.#log = options.log;
     this.#clock = options.clock ?? Date.now;
     this.#redact = options.redact ?? createRedactor();
