@@ -25,7 +25,12 @@ describe("turnfold replay", () => {
     const lines = cli(["replay", example("mixed"), "--json", "--status"]).stdout.trim().split("\n").map((l) => JSON.parse(l));
     const statuses = lines.filter((l) => "status" in l);
     expect(statuses.map((s) => s.member)).toEqual(["a1", "a2", "a3", "a4", "a4", "b1", "b2", "b3", "b4", "d1", "c1", "c2", "c3", "c4", "late", "after-compress"]);
-    expect(Object.keys(statuses[0])).toEqual(["status", "session", "member"]);
+    expect(Object.keys(statuses[0])).toEqual(["status", "session", "member", "seq", "item"]);
+    // a4's watch hit and its completion: one member, two items, each line saying which.
+    const a4 = statuses.filter((s) => s.member === "a4");
+    expect(new Set(a4.map((s) => s.item)).size).toBe(2);
+    const turnSeqs = new Set(lines.filter((l) => "kind" in l).map((l) => l.seq));
+    for (const status of statuses) expect(turnSeqs.has(status.seq), JSON.stringify(status)).toBe(true);
   });
 
   it("gives the same turns from a SQLite log as from the JSONL it was imported from", () => {

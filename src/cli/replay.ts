@@ -96,7 +96,9 @@ function report(file: string, result: Verified): number {
 }
 
 function jsonLine(o: Output): string {
-  if (o.type === "status") return JSON.stringify({ status: o.status, session: o.session, member: o.member }) + "\n";
+  // The drain that showed it (`seq`) and the item it is about (`item`, the seq that made it
+  // ready): a process with a watch hit and a completion has two lines with one member.
+  if (o.type === "status") return JSON.stringify({ status: o.status, session: o.session, member: o.member, seq: o.seq, item: o.item }) + "\n";
   return turnJson(o) + "\n";
 }
 
