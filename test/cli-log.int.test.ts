@@ -42,6 +42,22 @@ describe("turnfold import / export", () => {
     expect(cli(["export", "--db", db2]).stdout).toBe(exported.stdout);
   });
 
+  it("warns when dispatch records land under other seqs than they were numbered for, and only then", () => {
+    const example = join(import.meta.dirname, "..", "examples", "backlog.jsonl");
+    const db = join(dir, "records.sqlite");
+    const first = cli(["import", example, "--db", db]);
+    expect(first.code).toBe(0);
+    expect(first.stderr).not.toContain("warning");
+    expect(cli(["replay", db, "--verify"]).code).toBe(0);
+    const again = cli(["import", example, "--db", db]);
+    expect(again.code).toBe(0);
+    expect(again.stderr).toContain(
+      `warning: ${example} holds 1 dispatch record numbered for the log it came from, but its events were stored under other seqs; \`replay --verify\` will not match it.`,
+    );
+    // A file without records goes anywhere without a word.
+    expect(cli(["import", good, "--db", db]).stderr).not.toContain("warning");
+  });
+
   it("rejects a malformed file naming line and field, and leaves the log exactly as it was", () => {
     const db = join(dir, "kept.sqlite");
     expect(cli(["import", good, "--db", db]).code).toBe(0);

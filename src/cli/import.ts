@@ -10,11 +10,23 @@ import { jsonlFilePages } from "./load-session.js";
 
 const shownProblems = 20;
 
-/** The file's pages of events, each without the seq it was exported with; its problems are printed as they are thrown. */
-async function* eventPages(file: string, countAll: boolean): AsyncGenerator<TurnfoldEvent[]> {
+/** A page of the file: its events without the seqs they were exported with, the first of those seqs, and how many are dispatch records. */
+interface FilePage {
+  readonly events: TurnfoldEvent[];
+  readonly firstSeq: number;
+  readonly records: number;
+}
+
+/** The file's pages; its problems are printed as they are thrown. */
+async function* eventPages(file: string, countAll: boolean): AsyncGenerator<FilePage> {
   try {
     for await (const page of jsonlFilePages(file, { pageSize: 5000, maxProblems: shownProblems, countAll })) {
-      yield page.map(({ seq: _seq, ...event }) => event as TurnfoldEvent);
+      let records = 0;
+      const events = page.map(({ seq: _seq, ...event }) => {
+        if (event.type === "notification.dispatched") records++;
+        return event as TurnfoldEvent;
+      });
+      yield { events, firstSeq: page[0]?.seq ?? 0, records };
     }
   } catch (error) {
     if (error instanceof JsonlProblems) {
@@ -50,15 +62,26 @@ export function importCommand(program: Command): void {
             let first: number | undefined;
             let last: number | undefined;
             let count = 0;
+            let records = 0;
+            let moved = false;
             for await (const page of eventPages(file, false)) {
-              const appended = await tx.append(page);
+              const appended = await tx.append(page.events);
               first ??= appended[0];
               last = appended.at(-1) ?? last;
               count += appended.length;
+              records += page.records;
+              moved ||= appended[0] !== page.firstSeq;
             }
-            return { first, last, count };
+            return { first, last, count, records, moved };
           });
           process.stderr.write(`imported ${seqs.count} events into ${redactUrl(options.db)} (seq ${seqs.first}–${seqs.last})\n`);
+          if (seqs.records > 0 && seqs.moved) {
+            // A record names the seq of the drain that decided it, in the log it came from.
+            process.stderr.write(
+              `warning: ${file} holds ${seqs.records} dispatch record${seqs.records === 1 ? "" : "s"} numbered for the log it came from, but its events were stored under other seqs; ` +
+                `\`replay --verify\` will not match ${seqs.records === 1 ? "it" : "them"}. Import it into an empty log to keep ${seqs.records === 1 ? "it" : "them"} checkable.\n`,
+            );
+          }
         } catch (error) {
           // The file changed between the passes: the transaction is rolled back whole.
           throw error instanceof JsonlProblems ? nothing() : error;
