@@ -7,7 +7,7 @@ import type { TurnfoldEvent } from "../src/events/index.js";
 import { openLog } from "../src/open.js";
 import { readAll } from "../src/events/log.js";
 import { records } from "./support/relay-contract.js";
-import { httpSink, idempotencyHeader } from "../src/sinks/http.js";
+import { httpSink, idempotencyHeader, shownSinkUrl } from "../src/sinks/http.js";
 import { startReceiver } from "../src/sinks/receiver.js";
 import { relay } from "../src/sinks/relay.js";
 import { Ledger } from "../src/ledger/ledger.js";
@@ -153,6 +153,11 @@ describe("the HTTP sink's address", () => {
     await sink.deliver(turn);
     expect(accepting.seen[0]?.authorization).toBe(`Basic ${Buffer.from("relay@ops:s3cret-pw").toString("base64")}`);
     expect(sink.name).toBe(`http:http://127.0.0.1:${accepting.port}/turns`);
+    // A token where the user goes is a secret too: sent, never shown.
+    const tokenOnly = `http://tok3n-as-user@127.0.0.1:${accepting.port}/turns`;
+    await httpSink({ url: tokenOnly }).deliver(turn);
+    expect(accepting.seen[1]?.authorization).toBe(`Basic ${Buffer.from("tok3n-as-user:").toString("base64")}`);
+    expect(shownSinkUrl(tokenOnly)).toBe(`http://***@127.0.0.1:${accepting.port}/turns`);
 
     const log = await openLog(fresh());
     await records(log, 1, 1);
@@ -171,7 +176,7 @@ describe("the HTTP sink's address", () => {
   });
 
   it("is refused when it is not an http(s) URL, named without its password", () => {
-    expect(() => httpSink({ url: "ftp://relay:s3cret-pw@example.com/turns" })).toThrow('httpSink: expected an http:// or https:// URL, got "ftp://relay:***@example.com/turns" (ftp)');
+    expect(() => httpSink({ url: "ftp://relay:s3cret-pw@example.com/turns" })).toThrow('httpSink: expected an http:// or https:// URL, got "ftp://***@example.com/turns" (ftp)');
     expect(() => httpSink({ url: "localhost:8080" })).toThrow("httpSink: expected an http:// or https:// URL");
     expect(() => httpSink({ url: "not a url" })).toThrow('got "not a url"');
   });

@@ -514,7 +514,7 @@ describe("addresses the service commands are given", () => {
     for (const command of ["run", "serve", "relay"]) {
       const result = cli([command, "--db", freshDb(), "--url", "ftp://relay:s3cret-pw@example.com/turns"], { env: { TURNFOLD_PRODUCER_TOKEN: producerToken } });
       expect(result.code, command).toBe(2);
-      expect(result.stderr).toContain(`error: option '--url <url>' is invalid: expected an http:// or https:// URL, got "ftp://relay:***@example.com/turns" (ftp)`);
+      expect(result.stderr).toContain(`error: option '--url <url>' is invalid: expected an http:// or https:// URL, got "ftp://***@example.com/turns" (ftp)`);
       expect(result.stderr).not.toContain("s3cret-pw");
     }
   });
@@ -538,7 +538,7 @@ describe("addresses the service commands are given", () => {
     run.kill("SIGTERM");
     expect(await new Promise<number | null>((resolve) => run.on("exit", resolve)), stderr).toBe(0);
     expect(seen).toEqual([`Basic ${Buffer.from("relay:s3cret-pw").toString("base64")}`]);
-    expect(stderr).toContain(`sink=http://relay:***@127.0.0.1:${port}/turns`);
+    expect(stderr).toContain(`sink=http://***@127.0.0.1:${port}/turns`);
     expect(stderr).not.toContain("s3cret-pw");
     await log.close();
     await new Promise<void>((resolve) => sink.close(() => resolve()));

@@ -4,6 +4,7 @@ import { redactUrl } from "../events/urls.js";
 import { openLog } from "../open.js";
 import { startPipeline, type PipelineEvent } from "../service/pipeline.js";
 import { createService } from "../service/server.js";
+import { shownSinkUrl } from "../sinks/http.js";
 import { InputError, listenError, runCommand, stopSignal, stopped } from "./io.js";
 import { checkSinkUrl, dbOption, portNumber, positiveInt } from "./options.js";
 
@@ -50,7 +51,7 @@ export function runCommands(program: Command): void {
         const log = await openLog(options.db, { create: true });
         const say = reporter(options.json ?? false);
         const pipeline = startPipeline({ log, ...(options.url ? { sinkUrl: options.url } : {}), report: (e: PipelineEvent) => say({ ...e }) });
-        say({ event: "running", db: redactUrl(options.db), sink: options.url ? redactUrl(options.url) : "(none: record only)" });
+        say({ event: "running", db: redactUrl(options.db), sink: options.url ? shownSinkUrl(options.url) : "(none: record only)" });
         void stopped(signal).then(() => pipeline.stop());
         await pipeline.done;
         await log.close();

@@ -1,5 +1,4 @@
 /** POSTs each turn as JSON, with its idempotency key in a header, a timeout and a few quick retries. */
-import { redactUrl } from "../events/urls.js";
 import type { DispatchedTurn, TurnSink } from "./sink.js";
 
 /** The header that carries a turn's idempotency key. */
@@ -32,15 +31,31 @@ export class HttpSinkError extends Error {
   }
 }
 
-/** Why `url` cannot be a sink's address, or undefined when it can. Names the URL without its password. */
+/**
+ * A sink URL as messages and logs show it: user and password both as `***`, since a sink
+ * URL often carries a token where the user goes (`https://TOKEN@hooks.example/…`).
+ */
+export function shownSinkUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.username === "" && parsed.password === "") return url;
+    parsed.username = "***";
+    parsed.password = "";
+    return parsed.toString();
+  } catch {
+    return url.replace(/\/\/[^/@]*@/, "//***@");
+  }
+}
+
+/** Why `url` cannot be a sink's address, or undefined when it can. Names the URL without its user or password. */
 export function sinkUrlProblem(url: string): string | undefined {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    return `expected an http:// or https:// URL, got "${redactUrl(url)}"`;
+    return `expected an http:// or https:// URL, got "${shownSinkUrl(url)}"`;
   }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return `expected an http:// or https:// URL, got "${redactUrl(url)}" (${parsed.protocol.slice(0, -1)})`;
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return `expected an http:// or https:// URL, got "${shownSinkUrl(url)}" (${parsed.protocol.slice(0, -1)})`;
   return undefined;
 }
 
