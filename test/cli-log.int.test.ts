@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
@@ -40,6 +40,23 @@ describe("turnfold import / export", () => {
     const db2 = join(dir, "round2.sqlite");
     expect(cli(["import", copy, "--db", db2]).code).toBe(0);
     expect(cli(["export", "--db", db2]).stdout).toBe(exported.stdout);
+  });
+
+  it("imports standard input with -, as it imports a file, and leaves no copy behind", () => {
+    const source = join(dir, "stdin-source.sqlite");
+    expect(cli(["import", join(import.meta.dirname, "..", "examples", "mixed.jsonl"), "--db", source]).code).toBe(0);
+    const exported = cli(["export", "--db", source]).stdout;
+    const spool = join(dir, "spool");
+    mkdirSync(spool);
+    const db = join(dir, "from-stdin.sqlite");
+    const piped = cli(["import", "-", "--db", db], { input: exported, env: { TMPDIR: spool } });
+    expect(piped.stderr).toBe(`imported 49 events into ${db} (seq 1–49)\n`);
+    expect(cli(["export", "--db", db]).stdout).toBe(exported);
+    expect(cli(["replay", db, "--verify"]).code).toBe(0);
+    const bad = cli(["import", "-", "--db", db], { input: '{"type":"drain","at":1,"session":"s1"}\n', env: { TMPDIR: spool } });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toBe(`stdin:1: consumer: required field is missing\nturnfold: nothing was imported into ${db}\n`);
+    expect(readdirSync(spool)).toEqual([]);
   });
 
   it("warns when dispatch records land under other seqs than they were numbered for, and only then", () => {

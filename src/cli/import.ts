@@ -1,3 +1,7 @@
+import { createWriteStream, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
 import { JsonlProblems } from "../events/jsonl.js";
 import type { TurnfoldEvent } from "../events/schema.js";
@@ -17,10 +21,10 @@ interface FilePage {
   readonly records: number;
 }
 
-/** The file's pages; its problems are printed as they are thrown. */
-async function* eventPages(file: string, countAll: boolean): AsyncGenerator<FilePage> {
+/** The file's pages; its problems are printed as they are thrown, under the name `shown`. */
+async function* eventPages(path: string, shown: string, countAll: boolean): AsyncGenerator<FilePage> {
   try {
-    for await (const page of jsonlFilePages(file, { pageSize: 5000, maxProblems: shownProblems, countAll })) {
+    for await (const page of jsonlFilePages(path, { pageSize: 5000, maxProblems: shownProblems, countAll })) {
       let records = 0;
       const events = page.map(({ seq: _seq, ...event }) => {
         if (event.type === "notification.dispatched") records++;
@@ -30,7 +34,7 @@ async function* eventPages(file: string, countAll: boolean): AsyncGenerator<File
     }
   } catch (error) {
     if (error instanceof JsonlProblems) {
-      const lines = error.problems.map((p) => formatProblem(p, file));
+      const lines = error.problems.map((p) => formatProblem(p, shown));
       const more = error.total - error.problems.length;
       if (more > 0) lines.push(`… and ${more} more problem${more === 1 ? "" : "s"}`);
       process.stderr.write(lines.join("\n") + "\n");
@@ -43,51 +47,66 @@ export function importCommand(program: Command): void {
   program
     .command("import")
     .description("validate a JSONL session and append it to a log; one bad line and nothing is appended")
-    .argument("<file>", "JSONL file, one event per line")
+    .argument("<file>", "JSONL file, one event per line; - reads standard input")
     .addOption(dbOption("the log: a SQLite file (created when missing) or a postgres:// URL"))
     .action((file: string, options: { db: string }) =>
       runCommand(async () => {
-        requireFile(file);
-        const nothing = () => new InputError(`nothing was imported into ${redactUrl(options.db)}`);
-        // Two passes, neither holding the file: every line is checked first, and only a
-        // file without a problem is appended, page by page, in one transaction.
+        if (file !== "-") return importFile(file, file, options.db);
+        // Standard input can be read only once, and the file is read twice: it is copied
+        // to a private temporary file first (a stream, so memory stays flat).
+        const dir = mkdtempSync(join(tmpdir(), "turnfold-import-"));
         try {
-          for await (const _page of eventPages(file, true));
-        } catch (error) {
-          throw error instanceof JsonlProblems ? nothing() : error;
-        }
-        const log = await openLog(options.db);
-        try {
-          const seqs = await log.transact(async (tx) => {
-            let first: number | undefined;
-            let last: number | undefined;
-            let count = 0;
-            let records = 0;
-            let moved = false;
-            for await (const page of eventPages(file, false)) {
-              const appended = await tx.append(page.events);
-              first ??= appended[0];
-              last = appended.at(-1) ?? last;
-              count += appended.length;
-              records += page.records;
-              moved ||= appended[0] !== page.firstSeq;
-            }
-            return { first, last, count, records, moved };
-          });
-          process.stderr.write(`imported ${seqs.count} events into ${redactUrl(options.db)} (seq ${seqs.first}–${seqs.last})\n`);
-          if (seqs.records > 0 && seqs.moved) {
-            // A record names the seq of the drain that decided it, in the log it came from.
-            process.stderr.write(
-              `warning: ${file} holds ${seqs.records} dispatch record${seqs.records === 1 ? "" : "s"} numbered for the log it came from, but its events were stored under other seqs; ` +
-                `\`replay --verify\` will not match ${seqs.records === 1 ? "it" : "them"}. Import it into an empty log to keep ${seqs.records === 1 ? "it" : "them"} checkable.\n`,
-            );
-          }
-        } catch (error) {
-          // The file changed between the passes: the transaction is rolled back whole.
-          throw error instanceof JsonlProblems ? nothing() : error;
+          const copy = join(dir, "stdin.jsonl");
+          await pipeline(process.stdin, createWriteStream(copy));
+          await importFile(copy, "stdin", options.db);
         } finally {
-          await log.close();
+          rmSync(dir, { recursive: true, force: true });
         }
       }),
     );
+}
+
+/** Checks every line of the file at `path` (named `file` in messages), then appends it all in one transaction. */
+async function importFile(path: string, file: string, db: string): Promise<void> {
+  requireFile(path);
+  const nothing = () => new InputError(`nothing was imported into ${redactUrl(db)}`);
+  // Two passes, neither holding the file: every line is checked first, and only a
+  // file without a problem is appended, page by page, in one transaction.
+  try {
+    for await (const _page of eventPages(path, file, true));
+  } catch (error) {
+    throw error instanceof JsonlProblems ? nothing() : error;
+  }
+  const log = await openLog(db);
+  try {
+    const seqs = await log.transact(async (tx) => {
+      let first: number | undefined;
+      let last: number | undefined;
+      let count = 0;
+      let records = 0;
+      let moved = false;
+      for await (const page of eventPages(path, file, false)) {
+        const appended = await tx.append(page.events);
+        first ??= appended[0];
+        last = appended.at(-1) ?? last;
+        count += appended.length;
+        records += page.records;
+        moved ||= appended[0] !== page.firstSeq;
+      }
+      return { first, last, count, records, moved };
+    });
+    process.stderr.write(`imported ${seqs.count} events into ${redactUrl(db)} (seq ${seqs.first}–${seqs.last})\n`);
+    if (seqs.records > 0 && seqs.moved) {
+      // A record names the seq of the drain that decided it, in the log it came from.
+      process.stderr.write(
+        `warning: ${file} holds ${seqs.records} dispatch record${seqs.records === 1 ? "" : "s"} numbered for the log it came from, but its events were stored under other seqs; ` +
+          `\`replay --verify\` will not match ${seqs.records === 1 ? "it" : "them"}. Import it into an empty log to keep ${seqs.records === 1 ? "it" : "them"} checkable.\n`,
+      );
+    }
+  } catch (error) {
+    // The file changed between the passes: the transaction is rolled back whole.
+    throw error instanceof JsonlProblems ? nothing() : error;
+  } finally {
+    await log.close();
+  }
 }
