@@ -141,8 +141,7 @@ export class MemoryLog implements EventStore {
   }
 
   #appendNow(events: readonly TurnfoldEvent[], notify = true): number[] {
-    // As the other adapters refuse a write once closed (their connection is gone).
-    if (this.#closed) throw logError("closed", "memory:", "the in-memory log is closed: nothing appended");
+    if (this.#closed) throw logError("closed", "memory:", "memory: the log is closed: nothing appended");
     assertValidEvents(events);
     // Copy first, so a caller mutating its objects later cannot rewrite history; and
     // build every copy before storing any, so a bad event leaves the log as it was.

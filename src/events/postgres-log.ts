@@ -373,6 +373,8 @@ export class PostgresLog implements EventStore {
 
   /** One write transaction under the log's lock; `insert` appends in it and notes that it did. */
   async #write<T>(body: (trx: Kysely<unknown>, insert: (events: readonly TurnfoldEvent[]) => Promise<number[]>) => Promise<T>): Promise<T> {
+    // A write after `close()` is refused in the port's own words, not the driver's.
+    if (this.#closed) throw logError("closed", this.#target.shown, `${this.#target.shown}: the log is closed: nothing appended`);
     let appended = false;
     const result = await this.#db.transaction().execute(async (trx) => {
       await this.#layout.lock().execute(trx);

@@ -314,7 +314,13 @@ export class SqliteLog implements EventStore {
   }
 
   async append(events: readonly TurnfoldEvent[]): Promise<readonly number[]> {
+    this.#writable();
     return this.#gate.run(() => this.#appendNotify(events));
+  }
+
+  /** A write after `close()` is refused in the port's own words, not the driver's. */
+  #writable(): void {
+    if (this.#closed) throw logError("closed", this.#db.name, `${this.#db.name}: the log is closed: nothing appended`);
   }
 
   /**
@@ -322,11 +328,13 @@ export class SqliteLog implements EventStore {
    * Refused while an asynchronous transaction of this handle is open.
    */
   appendSync(events: readonly TurnfoldEvent[]): number[] {
+    this.#writable();
     if (this.#gate.held) throw new Error("appendSync: a transaction of this log is open; use append()");
     return this.#appendNotify(events);
   }
 
   async appendAfter(expectedLastSeq: number, events: readonly TurnfoldEvent[]): Promise<ConditionalAppend> {
+    this.#writable();
     return this.#gate.run(() => {
       const result = this.#appendIf(expectedLastSeq, events);
       if (result.ok && result.seqs.length > 0) this.#appended.next();
@@ -340,6 +348,7 @@ export class SqliteLog implements EventStore {
    * connection) out until the transaction ends; other processes wait on SQLite's lock.
    */
   async transact<T>(body: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    this.#writable();
     return this.#gate.run(async () => {
       this.#db.exec("BEGIN IMMEDIATE");
       let appended = false;

@@ -71,7 +71,12 @@ export function describeLogContract(name: string, open: () => Promise<EventLog>)
       await expect(one).rejects.toThrow("nothing appended: append takes an array of events, got an object");
       expect(await log.lastSeq()).toBe(1);
       await log.close();
-      await expect(log.append([drainEvent("late")])).rejects.toThrow();
+      const late = await log.append([drainEvent("late")]).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect((late as { code?: string } | undefined)?.code).toBe("closed");
+      expect((late as Error).message).toMatch(/: the log is closed: nothing appended$/);
     });
 
     it("reads a page from a seq, and iterates across pages", async () => {
