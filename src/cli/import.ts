@@ -11,6 +11,7 @@ import { openLog } from "../open.js";
 import { dbOption } from "./options.js";
 import { InputError, requireFile, runCommand } from "./io.js";
 import { jsonlFilePages } from "./load-session.js";
+import { count } from "./style.js";
 
 const shownProblems = 20;
 
@@ -36,7 +37,7 @@ async function* eventPages(path: string, shown: string, countAll: boolean): Asyn
     if (error instanceof JsonlProblems) {
       const lines = error.problems.map((p) => formatProblem(p, shown));
       const more = error.total - error.problems.length;
-      if (more > 0) lines.push(`… and ${more} more problem${more === 1 ? "" : "s"}`);
+      if (more > 0) lines.push(`… and ${count(more, "more problem")}`);
       process.stderr.write(lines.join("\n") + "\n");
     }
     throw error;
@@ -98,9 +99,10 @@ async function importFile(path: string, file: string, db: string): Promise<void>
     process.stderr.write(`imported ${seqs.count} events into ${redactUrl(db)} (seq ${seqs.first}–${seqs.last})\n`);
     if (seqs.records > 0 && seqs.moved) {
       // A record names the seq of the drain that decided it, in the log it came from.
+      const them = seqs.records === 1 ? "it" : "them";
       process.stderr.write(
-        `warning: ${file} holds ${seqs.records} dispatch record${seqs.records === 1 ? "" : "s"} numbered for the log it came from, but its events were stored under other seqs; ` +
-          `\`replay --verify\` will not match ${seqs.records === 1 ? "it" : "them"}. Import it into an empty log to keep ${seqs.records === 1 ? "it" : "them"} checkable.\n`,
+        `warning: ${file} holds ${count(seqs.records, "dispatch record")} numbered for the log it came from, but its events were stored under other seqs; ` +
+          `\`replay --verify\` will not match ${them}. Import it into an empty log to keep ${them} checkable.\n`,
       );
     }
   } catch (error) {

@@ -10,18 +10,23 @@ export class InputError extends Error {
 
 /** Why a server could not listen on `host:port`, in words, as bad input (exit 1). */
 export function listenError(host: string, port: number, error: unknown): InputError {
-  const code = (error as NodeJS.ErrnoException).code;
-  const why =
-    code === "EADDRINUSE"
-      ? "the address is already in use"
-      : code === "EACCES"
-        ? "permission denied (a port below 1024 needs privileges)"
-        : code === "ENOTFOUND" || code === "EAI_AGAIN"
-          ? "no such host"
-          : code === "EADDRNOTAVAIL"
-            ? "not an address of this machine"
-            : String((error as Error).message ?? error);
-  return new InputError(`cannot listen on ${host}:${port}: ${why}`);
+  return new InputError(`cannot listen on ${host}:${port}: ${whyNotListening(error)}`);
+}
+
+function whyNotListening(error: unknown): string {
+  switch ((error as NodeJS.ErrnoException).code) {
+    case "EADDRINUSE":
+      return "the address is already in use";
+    case "EACCES":
+      return "permission denied (a port below 1024 needs privileges)";
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return "no such host";
+    case "EADDRNOTAVAIL":
+      return "not an address of this machine";
+    default:
+      return String((error as Error).message ?? error);
+  }
 }
 
 /**

@@ -8,7 +8,7 @@ import { ReportPage } from "../report/html.js";
 import { InputError, requireWritable, runCommand } from "./io.js";
 import { openHistory } from "./load-session.js";
 import { budgetOption } from "./options.js";
-import { progress } from "./style.js";
+import { count, progress } from "./style.js";
 
 interface ReportOptions {
   output: string;
@@ -84,9 +84,4 @@ export function reportCommand(program: Command): void {
         }
       }),
     );
-}
-
-/** "1 turn", "2 turns". */
-function count(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }

@@ -27,3 +27,8 @@ export function progress(total: number, label: string) {
     },
   };
 }
+
+/** "1 turn", "2 turns". */
+export function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}

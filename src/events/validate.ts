@@ -60,7 +60,7 @@ export function describeIssue(issue: z.core.$ZodIssue, where: string, whole: str
 }
 
 /** The value at a path, or undefined when something on the way is not there. */
-function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+export function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
   let at = value;
   for (const key of path) {
     if (typeof at !== "object" || at === null) return undefined;

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { Budget, type Stored, type TurnKind } from "../events/schema.js";
+import { describeIssue, valueAt } from "../events/validate.js";
 import type { Decisions, Dispatch, Note, OverBudget } from "../reducers/decisions.js";
 import { step } from "../reducers/reduce.js";
 import { flushGateway, nextGatewayDeadline } from "../reducers/gateway.js";
@@ -209,8 +210,10 @@ function checkLimits(options: ProjectionOptions): void {
   const checked = Limits.safeParse(options);
   if (checked.success) return;
   const issue = checked.error.issues[0]!;
-  const value = issue.path.reduce<unknown>((at, key) => (at as Record<PropertyKey, unknown> | undefined)?.[key], options);
-  throw new TypeError(`Projection options: ${issue.path.join(".")}: ${value === undefined ? "required field is missing" : `${issue.message}, got ${typeof value === "number" ? String(value) : JSON.stringify(value)}`}`);
+  const { field, reason } = describeIssue(issue, "Projection options", "(options)", options);
+  const value = valueAt(options, issue.path);
+  const given = value === undefined ? "" : `, got ${typeof value === "number" ? String(value) : JSON.stringify(value)}`;
+  throw new TypeError(`Projection options: ${field}: ${reason}${given}`);
 }
 
 const noOutputs: Output[] = [];
