@@ -1,6 +1,4 @@
 /** Exactly-once decisions and at-least-once delivery, with real processes, files and sockets (R23–R26). */
-import { createServer, type IncomingHttpHeaders } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { TurnfoldEvent } from "../src/events/index.js";
@@ -14,6 +12,7 @@ import { Ledger } from "../src/ledger/ledger.js";
 import { ledgerOf } from "../src/ledger/projection.js";
 import type { DispatchedTurn } from "../src/sinks/sink.js";
 import { child as spawnChild } from "./support/child.js";
+import { headerRecorder } from "./support/header-recorder.js";
 import { tempDir } from "./support/tmp.js";
 
 const dir = tempDir();
@@ -131,18 +130,6 @@ describe("the HTTP sink and the loopback receiver", () => {
     await expect(httpSink({ url: receiver.url, retries: 0, timeoutMs: 500 }).deliver(turn(3))).rejects.toThrow();
   });
 });
-
-/** A loopback server that records each request's headers and answers with `status`. */
-async function headerRecorder(status: number) {
-  const seen: IncomingHttpHeaders[] = [];
-  const server = createServer((request, response) => {
-    seen.push(request.headers);
-    request.resume().on("end", () => response.writeHead(status).end("{}"));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return { port, seen, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
-}
 
 describe("the HTTP sink's address", () => {
   const turn: DispatchedTurn = { key: "log:1", recordSeq: 1, session: "s", consumer: "tui-poller", kind: "completions", members: ["p"], text: "t", statusLines: [] };

@@ -3,7 +3,7 @@
  * ports, real SQLite files, a real Python client, SIGKILL in the middle of the traffic.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { createServer as createHttpServer, request } from "node:http";
+import { request } from "node:http";
 import { connect, createServer as createNetServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,6 +11,7 @@ import type { TurnfoldEvent } from "../src/events/schema.js";
 import { openLog } from "../src/open.js";
 import { startReceiver } from "../src/sinks/receiver.js";
 import { cli, cliEntry, cliLive } from "./support/cli.js";
+import { headerRecorder } from "./support/header-recorder.js";
 import { call, openStream, producerToken, serve, type Served } from "./support/serve.js";
 import { tempDir } from "./support/tmp.js";
 
@@ -521,13 +522,8 @@ describe("addresses the service commands are given", () => {
 
   it("run delivers to a sink URL with a user and password (as Basic authentication) and never prints the password", async () => {
     const db = freshDb();
-    const seen: string[] = [];
-    const sink = createHttpServer((request, response) => {
-      seen.push(String(request.headers.authorization));
-      request.resume().on("end", () => response.writeHead(200).end("{}"));
-    });
-    await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve));
-    const port = (sink.address() as AddressInfo).port;
+    const sink = await headerRecorder(200);
+    const { port, seen } = sink;
     const log = await openLog(db);
     await log.append([{ type: "session.opened", at: 1, session: "s1", surface: "tui" }, exit("b1", "s1"), { type: "drain", at: 2, session: "s1", consumer: "tui-poller" }]);
     const run = cliLive(["run", "--db", db, "--url", `http://relay:s3cret-pw@127.0.0.1:${port}/turns`]);
@@ -537,10 +533,10 @@ describe("addresses the service commands are given", () => {
     while (seen.length < 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     run.kill("SIGTERM");
     expect(await new Promise<number | null>((resolve) => run.on("exit", resolve)), stderr).toBe(0);
-    expect(seen).toEqual([`Basic ${Buffer.from("relay:s3cret-pw").toString("base64")}`]);
+    expect(seen.map((headers) => headers.authorization)).toEqual([`Basic ${Buffer.from("relay:s3cret-pw").toString("base64")}`]);
     expect(stderr).toContain(`sink=http://***@127.0.0.1:${port}/turns`);
     expect(stderr).not.toContain("s3cret-pw");
     await log.close();
-    await new Promise<void>((resolve) => sink.close(() => resolve()));
+    await sink.close();
   }, 60_000);
 });
