@@ -6,7 +6,8 @@
 import { logError } from "./events/errors.js";
 import { MemoryLog } from "./events/memory-log.js";
 import { openSqliteLog } from "./events/sqlite-log.js";
-import { isPostgresUrl } from "./events/urls.js";
+import { isPostgresUrl, redactUrl } from "./events/urls.js";
+import { defaultRedactor, type Redactor } from "./events/redact.js";
 import type { EventStore } from "./events/store.js";
 import { ledgerProjection } from "./ledger/projection.js";
 import { defaultLedgerPolicy, type LedgerPolicy } from "./reducers/ledger.js";
@@ -23,6 +24,13 @@ export interface OpenLogOptions {
   readonly busyTimeoutMs?: number;
   /** SQLite: `NORMAL` (default) survives process crashes; `FULL` also survives power loss. */
   readonly synchronous?: "NORMAL" | "FULL";
+  /**
+   * Every appended event has its secrets redacted (`defaultRules`: bearer tokens, API
+   * keys, passwords in URLs and assignments …) before it is stored. Give a redactor of
+   * your own (`createRedactor([...])`), or turn redaction off by saying why:
+   * `{ off: "the producer redacts with rules of its own" }`.
+   */
+  readonly redaction?: Redactor | { readonly off: string };
 }
 
 /** A log as `openLog` opens it: the store port, whichever adapter is behind it. */
@@ -46,7 +54,8 @@ export async function openLog(target: string, options: OpenLogOptions = {}): Pro
     throw logError("no-target", String(target ?? ""), `no log named (${JSON.stringify(target ?? null)}): give a SQLite file path, a postgres:// URL or "${memoryTarget}"`);
   }
   const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy)];
-  if (target === memoryTarget) return new MemoryLog({ projections });
+  const redact = redactorOf(options.redaction, target);
+  if (target === memoryTarget) return new MemoryLog({ projections, redact });
   if (isPostgresUrl(target)) {
     // Loaded on first use: a SQLite user never pays for pg and its dialect.
     const { openPostgresLog } = await import("./events/postgres-log.js");
@@ -54,8 +63,18 @@ export async function openLog(target: string, options: OpenLogOptions = {}): Pro
       projections,
       ...(options.create !== undefined ? { create: options.create } : {}),
       ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+      redact,
     });
   }
-  const { ledgerPolicy: _policy, ...sqlite } = options;
-  return openSqliteLog(target, { ...sqlite, projections });
+  const { ledgerPolicy: _policy, redaction: _redaction, ...sqlite } = options;
+  return openSqliteLog(target, { ...sqlite, projections, redact });
+}
+
+/** The redactor of `openLog`'s options; turning it off needs a reason, so nobody does it by accident. */
+function redactorOf(redaction: OpenLogOptions["redaction"], target: string): Redactor | false {
+  if (redaction === undefined) return defaultRedactor;
+  if (typeof redaction === "function") return redaction;
+  const reason = (redaction as { off?: unknown } | null)?.off;
+  if (typeof reason === "string" && reason.trim() !== "") return false;
+  throw logError("bad-option", redactUrl(target), 'openLog: redaction must be a redactor or { off: "why secrets may be stored as given" } with a reason that is not empty');
 }

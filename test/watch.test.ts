@@ -1,7 +1,7 @@
 /** Watch limits (R21) with a fake clock: given these hits at these times, then these events. */
 import { describe, expect, it } from "vitest";
 import { WatchLimiter } from "../src/supervisor/watch.js";
-import { createRedactor, redacted } from "../src/supervisor/redact.js";
+import { createRedactor, redacted } from "../src/events/redact.js";
 import { OutputBuffer, LineSplitter, stripAnsi } from "../src/supervisor/output.js";
 
 const s = 1000;

@@ -14,6 +14,7 @@ export type LogErrorCode =
   | "missing-database"
   | "connection-failed"
   | "no-target"
+  | "bad-option"
   | "closed";
 
 /** An error of a log, with a stable `code` and the file or (redacted) URL it is about. */

@@ -3,7 +3,8 @@ import { randomUUID } from "node:crypto";
 import { Subject, type Observable } from "rxjs";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { logError } from "./errors.js";
-import { assertValidEvents } from "./validate.js";
+import { prepareEvents } from "./validate.js";
+import { defaultRedactor, type Redactor } from "./redact.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
 import {
   applyInline,
@@ -23,6 +24,8 @@ function parse(json: unknown): unknown {
 
 export interface MemoryLogOptions {
   readonly projections?: readonly AnyInlineProjection[];
+  /** Secrets in each appended event are redacted with this (default: the default rules); `false` stores events as given. */
+  readonly redact?: Redactor | false;
 }
 
 export class MemoryLog implements EventStore {
@@ -33,11 +36,13 @@ export class MemoryLog implements EventStore {
   readonly #deliveries = new Map<string, Set<number>>();
   readonly #appended = new Subject<void>();
   readonly #gate = new WriteGate();
+  readonly #redact: Redactor | false;
 
   #closed = false;
 
   constructor(options: MemoryLogOptions = {}) {
     this.projections = options.projections ?? [];
+    this.#redact = options.redact ?? defaultRedactor;
     checkProjections(this.projections);
     for (const p of this.projections) this.#rows.set(p.name, new Map());
   }
@@ -142,7 +147,7 @@ export class MemoryLog implements EventStore {
 
   #appendNow(events: readonly TurnfoldEvent[], notify = true): number[] {
     if (this.#closed) throw logError("closed", "memory:", "memory: the log is closed: nothing appended");
-    assertValidEvents(events);
+    events = prepareEvents(events, this.#redact);
     // Copy first, so a caller mutating its objects later cannot rewrite history; and
     // build every copy before storing any, so a bad event leaves the log as it was.
     const copies = events.map((event, i) => ({ ...structuredClone(event), seq: this.#events.length + i + 1 }) as Stored);

@@ -29,7 +29,8 @@ import { redactUrl } from "./urls.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
 import { applicationName } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
-import { assertValidEvents } from "./validate.js";
+import { prepareEvents } from "./validate.js";
+import { defaultRedactor, type Redactor } from "./redact.js";
 import {
   applyInline,
   bodyOf,
@@ -49,6 +50,8 @@ export interface PostgresLogOptions {
   readonly pollMs?: number;
   /** Connections in the pool. Default 10. */
   readonly poolSize?: number;
+  /** Secrets in each appended event are redacted with this (default: the default rules); `false` stores events as given. */
+  readonly redact?: Redactor | false;
 }
 
 /** The layout version of a PostgreSQL log (its own numbering; SQLite's is separate). */
@@ -112,7 +115,7 @@ export async function openPostgresLog(target: string, options: PostgresLogOption
     checkProjections(projections);
     await prepareProjections(db, layout, parsed.shown, projections);
     const logId = await readMeta(db, layout, "log_id");
-    return new PostgresLog(db, parsed, layout, logId ?? "", projections, options.pollMs ?? 1000);
+    return new PostgresLog(db, parsed, layout, logId ?? "", projections, options.pollMs ?? 1000, options.redact ?? defaultRedactor);
   } catch (error) {
     await db.destroy();
     throw error;
@@ -248,10 +251,12 @@ export class PostgresLog implements EventStore {
   readonly #pollMs: number;
   readonly #appended = new Subject<void>();
   readonly #inline: ReadonlySet<string>;
+  readonly #redact: Redactor | false;
   #listener: Promise<pg.Client | undefined> | undefined;
   #closed = false;
 
-  constructor(db: Kysely<unknown>, target: Target, layout: Layout, logId: string, projections: readonly AnyInlineProjection[], pollMs: number) {
+  constructor(db: Kysely<unknown>, target: Target, layout: Layout, logId: string, projections: readonly AnyInlineProjection[], pollMs: number, redact: Redactor | false) {
+    this.#redact = redact;
     this.#db = db;
     this.#target = target;
     this.#layout = layout;
@@ -398,9 +403,9 @@ export class PostgresLog implements EventStore {
     return Number(found.rows[0]!.last);
   }
 
-  async #insert(trx: Kysely<unknown>, events: readonly TurnfoldEvent[]): Promise<number[]> {
-    if (events.length === 0) return [];
-    assertValidEvents(events);
+  async #insert(trx: Kysely<unknown>, given: readonly TurnfoldEvent[]): Promise<number[]> {
+    if (given.length === 0) return [];
+    const events = prepareEvents(given, this.#redact);
     const first = (await this.#last(trx)) + 1;
     const seqs = events.map((_, i) => first + i);
     const bodies = events.map(bodyOf);

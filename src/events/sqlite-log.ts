@@ -18,7 +18,8 @@ import { logError } from "./errors.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
 import { applicationName, latestVersion, migrations, type LogDatabase } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
-import { assertValidEvents } from "./validate.js";
+import { prepareEvents } from "./validate.js";
+import { defaultRedactor, type Redactor } from "./redact.js";
 import {
   applyInline,
   bodyOf,
@@ -46,6 +47,8 @@ export interface SqliteLogOptions {
    * opener does not know is refused, since appends would leave its rows behind.
    */
   readonly projections?: readonly AnyInlineProjection[];
+  /** Secrets in each appended event are redacted with this (default: the default rules); `false` stores events as given. */
+  readonly redact?: Redactor | false;
 }
 
 /** Kysely's SQLite driver begins with a plain BEGIN; a writer must take the lock up front. */
@@ -87,7 +90,7 @@ export async function openSqliteLog(path: string, options: SqliteLogOptions = {}
     const projections = options.projections ?? [];
     checkProjections(projections);
     prepareProjections(database, path, projections);
-    return new SqliteLog(database, kysely, options.pollMs ?? 50, projections);
+    return new SqliteLog(database, kysely, options.pollMs ?? 50, projections, options.redact ?? defaultRedactor);
   } catch (error) {
     database.close();
     throw error;
@@ -264,7 +267,7 @@ export class SqliteLog implements EventStore {
   readonly #appendIf: (expected: number, events: readonly TurnfoldEvent[]) => ConditionalAppend;
   #closed = false;
 
-  constructor(db: Database.Database, kysely: Kysely<LogDatabase>, pollMs: number, projections: readonly AnyInlineProjection[]) {
+  constructor(db: Database.Database, kysely: Kysely<LogDatabase>, pollMs: number, projections: readonly AnyInlineProjection[], redact: Redactor | false = defaultRedactor) {
     this.#db = db;
     this.#kysely = kysely;
     this.#pollMs = pollMs;
@@ -287,8 +290,8 @@ export class SqliteLog implements EventStore {
     // max(seq) query, cost 2–5% of a batch append.) The body is the producer's event as
     // JSON; the seq lives in its own column. (Writing the seq into the body too made
     // appends 8–15% slower, measured twice; `scanPages` reads without it.)
-    this.#insertAll = (events) => {
-      assertValidEvents(events);
+    this.#insertAll = (given) => {
+      const events = prepareEvents(given, redact);
       const seqs = new Array<number>(events.length);
       for (let i = 0; i < events.length; i++) {
         const e = events[i]!;

@@ -4,6 +4,7 @@
  */
 import type { z } from "zod";
 import { TurnfoldEvent, eventTypes, type EventType } from "./schema.js";
+import { redactEvent, type Redactor } from "./redact.js";
 
 /** One reason an event was refused: where (line or seq), which field, and why. */
 export interface Problem {
@@ -113,6 +114,22 @@ export function assertValidEvents(events: readonly unknown[]): void {
     if (!checked.ok) problems.push(...checked.problems);
   }
   if (problems.length > 0) throw invalidEvents(problems);
+}
+
+/**
+ * What an adapter writes: the batch checked (`assertValidEvents`), then each event with
+ * its secrets redacted (`redactEvent`), unless the log was opened with redaction off.
+ */
+export function prepareEvents(events: readonly TurnfoldEvent[], redact: Redactor | false): readonly TurnfoldEvent[] {
+  assertValidEvents(events);
+  if (redact === false) return events;
+  let out: TurnfoldEvent[] | undefined;
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]!;
+    const clean = redactEvent(event, redact);
+    if (clean !== event) (out ??= events.slice())[i] = clean;
+  }
+  return out ?? events;
 }
 
 function eventsMessage(problems: readonly Problem[]): string {

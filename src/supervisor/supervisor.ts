@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import type { EventLog } from "../events/log.js";
 import type { TurnfoldEvent } from "../events/schema.js";
 import { LineSplitter, OutputBuffer, stripAnsi } from "./output.js";
-import { createRedactor, type Redactor } from "./redact.js";
+import { createRedactor, type Redactor } from "../events/redact.js";
 import { WatchLimiter, type WatchEffect, type WatchPolicy } from "./watch.js";
 
 /** What to run, for whom, and what to watch. */

@@ -1,0 +1,97 @@
+/**
+ * Secrets never enter the log. Every adapter passes each event through `redactEvent`
+ * before it writes it, whoever appends (the supervisor, `import`, `POST /v1/events`, a
+ * library caller), and the supervisor also redacts what it hands back to its caller.
+ * The default rules catch the common shapes; an embedder adds its own.
+ */
+export interface RedactionRule {
+  readonly name: string;
+  readonly pattern: RegExp;
+  /** Replacement; `$1` etc. refer to the pattern's groups. Default "[redacted]". */
+  readonly replace?: string;
+}
+
+export const redacted = "[redacted]";
+
+/** The secrets redacted by default: bearer tokens, API keys and access tokens, JWTs, credentials in URLs, password assignments. */
+export const defaultRules: readonly RedactionRule[] = [
+  { name: "bearer", pattern: /\b(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi, replace: `$1${redacted}` },
+  { name: "basic-auth-url", pattern: /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+@/gi, replace: `$1${redacted}@` },
+  { name: "jwt", pattern: /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g },
+  { name: "openai-style", pattern: /\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)?[A-Za-z0-9_-]{16,}/g },
+  { name: "github", pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/g },
+  { name: "slack", pattern: /\bxox[abprs]-[A-Za-z0-9-]{10,}/g },
+  { name: "aws-access-key", pattern: /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g },
+  { name: "google-api-key", pattern: /\bAIza[0-9A-Za-z_-]{35}\b/g },
+  {
+    name: "assignment",
+    pattern: /\b((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|auth|client[_-]?secret)[A-Za-z_-]*\s*[=:]\s*)(["']?)[^\s"'&;]+\2/gi,
+    replace: `$1$2${redacted}$2`,
+  },
+];
+
+/** Replaces every secret in a text. */
+export type Redactor = (text: string) => string;
+
+/** Builds a redactor from the default rules plus yours (yours run after the defaults). */
+export function createRedactor(extra: readonly RedactionRule[] = [], base: readonly RedactionRule[] = defaultRules): Redactor {
+  const rules = [...base, ...extra];
+  return (text) => {
+    let out = text;
+    for (const rule of rules) out = out.replace(rule.pattern, rule.replace ?? redacted);
+    return out;
+  };
+}
+
+/**
+ * Fields that name things (ids, keys, enums, hashes) rather than carry text: never
+ * rewritten, so a redaction cannot change who owns what. Every other string in an event,
+ * at any depth (outputs, commands, notes, summaries, errors, recorded turn texts, and
+ * fields this version does not know), goes through the redactor.
+ */
+const namingFields: ReadonlySet<string> = new Set([
+  "type", "session", "successor", "surface", "keys", "route", "process", "owner", "from", "to",
+  "replaces", "delegation", "claim", "consumer", "kind", "members", "act", "reason", "state",
+  "tokenHash", "successorTokenHash", "uiSession",
+]);
+
+function redactValue(value: unknown, redact: Redactor): unknown {
+  if (typeof value === "string") return redact(value);
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const next = redactValue(value[i], redact);
+      if (next !== value[i]) (copy ??= value.slice())[i] = next;
+    }
+    return copy ?? value;
+  }
+  if (typeof value === "object" && value !== null) return redactFields(value as Record<string, unknown>, redact, false);
+  return value;
+}
+
+function redactFields(object: Record<string, unknown>, redact: Redactor, top: boolean): Record<string, unknown> {
+  let copy: Record<string, unknown> | undefined;
+  for (const key of Object.keys(object)) {
+    if (top && namingFields.has(key)) continue;
+    const before = object[key];
+    if (typeof before === "number" || typeof before === "boolean" || before === null) continue;
+    const after = redactValue(before, redact);
+    if (after !== before) (copy ??= { ...object })[key] = after;
+  }
+  return copy ?? object;
+}
+
+/**
+ * The event with every secret in its text fields replaced; the same object when there
+ * was none, so the common case allocates nothing.
+ *
+ * @example
+ * redactEvent({ type: "process.exited", at: 1, process: "p", exitCode: 0, reason: "exited", output: "password=hunter2" }, createRedactor())
+ * // → output "password=[redacted]"
+ */
+export function redactEvent<E extends object>(event: E, redact: Redactor): E {
+  return redactFields(event as Record<string, unknown>, redact, true) as E;
+}
+
+/** The redactor a log uses unless it is told otherwise: the default rules. */
+export const defaultRedactor: Redactor = createRedactor();
