@@ -252,7 +252,8 @@ describe("turnfold serve: turns on the stream", () => {
 
 describe("turnfold serve: a client that stops reading", () => {
   it("is let go once a megabyte waits for it, and gets the rest on reconnecting", async () => {
-    const server = await serve(freshDb());
+    // Turns of 150 kB each: the output tail is raised so that a turn shows all of it.
+    const server = await serve(freshDb(), ["--output-tail", "200000"]);
     const token = await openSession(server.url, "slow");
     // A stream that is opened and never read.
     const stalled = await new Promise<import("node:http").IncomingMessage>((resolve) => {

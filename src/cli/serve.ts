@@ -6,10 +6,11 @@ import { startPipeline, type PipelineEvent } from "../service/pipeline.js";
 import { createService } from "../service/server.js";
 import { shownSinkUrl } from "../sinks/http.js";
 import { InputError, listenError, runCommand, stopSignal, stopped } from "./io.js";
-import { checkSinkUrl, dbOption, portNumber, positiveInt } from "./options.js";
+import { checkSinkUrl, dbOption, foldOptions, outputTailOption, portNumber, positiveInt } from "./options.js";
 
 interface RunOptions {
   db: string;
+  outputTail?: number;
   url?: string;
   json?: boolean;
 }
@@ -20,6 +21,7 @@ interface ServeOptions extends RunOptions {
   producerTokenFile?: string;
   bodyLimit: number;
   requestTimeoutMs: number;
+  allowUnaddressed?: boolean;
 }
 
 /** Writes what the pipeline and the server do on stderr: a short line, or one JSON object with `--json`. */
@@ -44,13 +46,14 @@ export function runCommands(program: Command): void {
     .addOption(dbOption())
     .option("--url <url>", "deliver each recorded turn to this HTTP sink")
     .option("--json", "log lines as JSON objects")
+    .addOption(outputTailOption())
     .action((options: RunOptions, command: Command) => {
       checkSinkUrl(command, options.url);
       return runCommand(async () => {
         const signal = stopSignal();
         const log = await openLog(options.db, { create: true });
         const say = reporter(options.json ?? false);
-        const pipeline = startPipeline({ log, ...(options.url ? { sinkUrl: options.url } : {}), report: (e: PipelineEvent) => say({ ...e }) });
+        const pipeline = startPipeline({ log, ...(options.url ? { sinkUrl: options.url } : {}), ...foldOptions(options), report: (e: PipelineEvent) => say({ ...e }) });
         say({ event: "running", db: redactUrl(options.db), sink: options.url ? shownSinkUrl(options.url) : "(none: record only)" });
         void stopped(signal).then(() => pipeline.stop());
         await pipeline.done;
@@ -70,7 +73,9 @@ export function runCommands(program: Command): void {
     .option("--producer-token-file <file>", "file holding the producers' token (default: the TURNFOLD_PRODUCER_TOKEN environment variable)")
     .option("--body-limit <bytes>", "largest request body", positiveInt, 1 << 20)
     .option("--request-timeout-ms <ms>", "time to receive a whole request", positiveInt, 10_000)
+    .option("--allow-unaddressed", "accept items that name no owner session (any session may take them): for a server with one session only")
     .option("--json", "log lines as JSON objects")
+    .addOption(outputTailOption())
     .action((options: ServeOptions, command: Command) => {
       checkSinkUrl(command, options.url);
       return runCommand(async () => {
@@ -83,6 +88,7 @@ export function runCommands(program: Command): void {
           producerToken,
           bodyLimit: options.bodyLimit,
           requestTimeoutMs: options.requestTimeoutMs,
+          allowUnaddressed: options.allowUnaddressed ?? false,
           logLine: (line) => say({ event: "request", ...line }),
         });
         // Listen before anything starts in the background: a port in use or a host that
@@ -99,6 +105,7 @@ export function runCommands(program: Command): void {
         const pipeline = startPipeline({
           log,
           ...(options.url ? { sinkUrl: options.url } : {}),
+          ...foldOptions(options),
           report: (e: PipelineEvent) => {
             if (e.event === "turn") service.metrics.turnsDecided++;
             else if (e.event === "delivered") service.metrics.turnsDelivered++;

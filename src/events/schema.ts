@@ -67,6 +67,8 @@ export const SessionOpened = event("session.opened", {
   budget: Budget.optional(),
   /** SHA-256 (hex) of the API token `turnfold serve` issued for this session; never the token. */
   tokenHash: tokenHash.optional(),
+  /** With `tokenHash`: the tokens issued earlier for this key stay valid (by default a new token revokes them). */
+  keepTokens: z.boolean().optional(),
 });
 export const SessionCompressed = event("session.compressed", {
   session: id,

@@ -7,7 +7,8 @@
  * sessions that continue it, nothing else.
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import type { Stored } from "../events/schema.js";
+import type { DrainConsumer, Stored, Surface } from "../events/schema.js";
+import { drainMismatch } from "../events/surfaces.js";
 
 /** A fresh token: 32 random bytes, URL-safe, with a prefix that says what it is. */
 export function newToken(kind: "session" | "producer" = "session"): string {
@@ -24,41 +25,101 @@ export function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(createHash("sha256").update(a).digest(), createHash("sha256").update(b).digest());
 }
 
-/** The token of an `Authorization: Bearer …` header, or undefined when there is none or it is malformed. */
+/**
+ * The token of an `Authorization: Bearer …` header, or undefined when there is none or it
+ * is malformed. The scheme's name is matched in any case (RFC 7235: `bearer` works too).
+ */
 export function bearer(header: string | undefined): string | undefined {
-  const match = /^Bearer ([A-Za-z0-9_\-.~+/]{16,512}=*)$/.exec(header ?? "");
+  const match = /^Bearer +([A-Za-z0-9_\-.~+/]{16,512}=*)$/i.exec(header ?? "");
   return match?.[1];
+}
+
+/** What a token may do with a session: read its history, or also act on it. */
+export type Access = "read" | "act";
+
+/** A grant of a session token: the key it was issued for, and the seq that issued it. */
+interface Grant {
+  readonly session: string;
+  readonly seq: number;
 }
 
 /**
  * The grants of session tokens, folded from the log: which key each token hash opened,
- * and the compression lineage that extends it.
+ * the compression lineage that extends it, and the events that end a token's reach.
+ *
+ * - Closing a session ends what its tokens may do, except read its history, until it is
+ *   opened again.
+ * - Opening a session again with a new token revokes every earlier token of that key
+ *   (and their reach through it), unless the `session.opened` says `keepTokens: true`.
+ *
+ * It also remembers each process's owner, so the service can refuse an item that would
+ * reach no session in particular.
  */
 export class SessionDirectory {
-  readonly #grants = new Map<string, string>();
+  readonly #grants = new Map<string, Grant>();
+  readonly #grantsOf = new Map<string, Set<string>>();
   readonly #successor = new Map<string, string>();
   readonly #predecessor = new Map<string, string>();
   readonly #known = new Set<string>();
+  /** Per key: grants issued before this seq no longer reach it at all. */
+  readonly #revokedBefore = new Map<string, number>();
+  /** Keys closed and not opened again: their tokens may only read. */
+  readonly #closed = new Set<string>();
+  readonly #processOwner = new Map<string, string>();
+  readonly #surface = new Map<string, Surface>();
 
   /** Folds one event of the log. */
   apply(event: Stored): void {
-    if (event.type === "session.opened") {
-      this.#known.add(event.session);
-      for (const key of event.keys ?? []) this.#known.add(key);
-      if (event.tokenHash !== undefined && !this.#grants.has(event.tokenHash)) this.#grants.set(event.tokenHash, event.session);
-    } else if (event.type === "session.compressed") {
-      this.#known.add(event.session);
-      this.#known.add(event.successor);
-      // A key keeps its first successor, as the projection does.
-      if (event.session !== event.successor && !this.#successor.has(event.session)) {
-        this.#successor.set(event.session, event.successor);
-        if (!this.#predecessor.has(event.successor)) this.#predecessor.set(event.successor, event.session);
+    switch (event.type) {
+      case "session.opened":
+        this.#known.add(event.session);
+        this.#closed.delete(event.session);
+        this.#surface.set(event.session, event.surface);
+        for (const key of event.keys ?? []) this.#known.add(key);
+        if (event.tokenHash !== undefined) {
+          if (event.keepTokens !== true) this.#revoke(event.session, event.seq);
+          this.#grant(event.tokenHash, event.session, event.seq);
+        }
+        return;
+      case "session.compressed":
+        this.#known.add(event.session);
+        this.#known.add(event.successor);
+        // A key keeps its first successor, as the projection does.
+        if (event.session !== event.successor && !this.#successor.has(event.session)) {
+          this.#successor.set(event.session, event.successor);
+          if (!this.#predecessor.has(event.successor)) this.#predecessor.set(event.successor, event.session);
+        }
+        if (event.successorTokenHash !== undefined) this.#grant(event.successorTokenHash, event.successor, event.seq);
+        return;
+      case "session.closed":
+        this.#known.add(event.session);
+        this.#closed.add(event.session);
+        return;
+      case "process.started":
+        if (event.owner !== undefined) this.#processOwner.set(event.process, event.owner);
+        return;
+      case "process.exited":
+        if (event.owner !== undefined && !this.#processOwner.has(event.process)) this.#processOwner.set(event.process, event.owner);
+        return;
+      default: {
+        const session = (event as { session?: unknown }).session;
+        if (typeof session === "string") this.#known.add(session);
       }
-      if (event.successorTokenHash !== undefined && !this.#grants.has(event.successorTokenHash)) this.#grants.set(event.successorTokenHash, event.successor);
-    } else {
-      const session = (event as { session?: unknown }).session;
-      if (typeof session === "string") this.#known.add(session);
     }
+  }
+
+  #grant(hash: string, session: string, seq: number): void {
+    if (this.#grants.has(hash)) return;
+    this.#grants.set(hash, { session, seq });
+    const hashes = this.#grantsOf.get(session) ?? new Set<string>();
+    hashes.add(hash);
+    this.#grantsOf.set(session, hashes);
+  }
+
+  #revoke(session: string, seq: number): void {
+    for (const hash of this.#grantsOf.get(session) ?? []) this.#grants.delete(hash);
+    this.#grantsOf.delete(session);
+    this.#revokedBefore.set(session, seq);
   }
 
   /** True when some event already names this key (a new session or successor must not take it). */
@@ -66,17 +127,38 @@ export class SessionDirectory {
     return this.#known.has(key);
   }
 
+  /** The owner a process was started (or reported) with, if any event named one. */
+  ownerOf(process: string): string | undefined {
+    return this.#processOwner.get(process);
+  }
+
+  /**
+   * A warning when `consumer` is not one that drains a session of this surface (a TUI
+   * poller on a CLI session, say): the drain is kept, as the log keeps what it is given.
+   */
+  drainMismatch(key: string, consumer: DrainConsumer): string | undefined {
+    return drainMismatch(this.#surface.get(key), consumer);
+  }
+
   /** The session key a token was granted for, if any. */
   grantOf(token: string): string | undefined {
-    return this.#grants.get(tokenHash(token));
+    return this.#grants.get(tokenHash(token))?.session;
   }
 
-  /** True when the token may act on `key`: the key it was granted for, or one that continues it. */
-  allows(token: string, key: string): boolean {
-    const granted = this.grantOf(token);
-    return granted !== undefined && chain(granted, this.#successor).includes(key);
+  /**
+   * True when the token may read (`read`) or act on (`act`) `key`: the key it was granted
+   * for or one that continues it, with no revocation since the grant on the way there;
+   * to act, `key` must not be closed either.
+   */
+  allows(token: string, key: string, access: Access = "act"): boolean {
+    const grant = this.#grants.get(tokenHash(token));
+    if (grant === undefined) return false;
+    for (const link of chain(grant.session, this.#successor)) {
+      if (grant.seq < (this.#revokedBefore.get(link) ?? 0)) return false;
+      if (link === key) return access === "read" || !this.#closed.has(key);
+    }
+    return false;
   }
-
   /** The keys of a lineage from `key` on: the key, its successor, and so on. */
   lineageFrom(key: string): string[] {
     return chain(key, this.#successor);

@@ -25,6 +25,8 @@ export interface PipelineOptions {
   /** Deliver recorded turns to this HTTP sink; none: decide and record only. */
   readonly sinkUrl?: string;
   readonly budget?: Budget;
+  /** Characters of each member's output a turn's text shows (default 2,000). */
+  readonly outputTail?: number;
   readonly report: (event: PipelineEvent) => void;
   /** How often to report the lag behind the log, in ms. Default 5000. */
   readonly lagEveryMs?: number;
@@ -46,7 +48,7 @@ export function startPipeline(options: PipelineOptions): Pipeline {
   const controller = new AbortController();
   let settle: { resolve: () => void; reject: (error: unknown) => void } = { resolve: () => undefined, reject: () => undefined };
   const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
-  const subscription: Subscription = liveTurns(log, { progress: (seq) => (folded = seq), ...(options.budget ? { budget: options.budget } : {}) }).subscribe({
+  const subscription: Subscription = liveTurns(log, { progress: (seq) => (folded = seq), ...(options.budget ? { budget: options.budget } : {}), ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}) }).subscribe({
     next: (output) => {
       if (output.type === "turn") report({ event: "turn", seq: output.seq, session: output.session, kind: output.kind, members: output.members.length });
     },

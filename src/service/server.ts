@@ -7,19 +7,21 @@
  */
 import { once } from "node:events";
 import type { ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { Subscription } from "rxjs";
 import { z } from "zod";
 import { readPages } from "../events/log.js";
 import type { EventStore } from "../events/store.js";
 import { Budget, DrainConsumer, Route, Surface, type Stored, type TurnfoldEvent } from "../events/schema.js";
-import { describeIssue, formatProblem, isInvalidEventsError } from "../events/validate.js";
+import { assertValidEvents, describeIssue, formatProblem, isInvalidEventsError } from "../events/validate.js";
 import { fromRecord } from "../projections/dispatch-record.js";
 import { Explainer } from "../projections/explain.js";
 import { turnJson } from "../projections/project.js";
 import type { Fate } from "../reducers/decisions.js";
 import { explanationText } from "../render/explain.js";
-import { SessionDirectory, bearer, newToken, sameSecret, tokenHash } from "./auth.js";
+import { SessionDirectory, bearer, newToken, sameSecret, tokenHash, type Access } from "./auth.js";
+import { ownerProblems, unaddressedField } from "./owners.js";
 
 /** Limits and collaborators of the service. */
 export interface ServiceOptions {
@@ -36,6 +38,12 @@ export interface ServiceOptions {
   readonly maxStreams?: number;
   /** Gap between keep-alive comments on an idle stream, in ms. Default 15,000. */
   readonly keepAliveMs?: number;
+  /**
+   * Accept items with no owner (`process.*`, `watch.*`, `heartbeat` that name no session):
+   * any session that drains may take them (R12). Only for a server with one session.
+   * Default false: such an event is refused with 400, naming the field.
+   */
+  readonly allowUnaddressed?: boolean;
   /** One line per request (method, route, status, time): never a header or a body. */
   readonly logLine?: (line: { readonly method: string; readonly route: string; readonly status: number; readonly ms: number }) => void;
 }
@@ -68,7 +76,14 @@ interface Stream {
   pending: Stored[] | undefined;
 }
 
-const sessionBody = z.looseObject({ session: z.string().min(1), surface: Surface, keys: z.array(z.string().min(1)).optional(), route: Route.optional(), budget: Budget.optional() });
+const sessionBody = z.looseObject({
+  session: z.string().min(1),
+  surface: Surface,
+  keys: z.array(z.string().min(1)).optional(),
+  route: Route.optional(),
+  budget: Budget.optional(),
+  keepTokens: z.boolean().optional(),
+});
 const drainBody = z.object({ consumer: DrainConsumer });
 const compressBody = z.object({ successor: z.string().min(1) });
 const closeBody = z.object({ reason: z.enum(["user", "idle", "timeout"]) });
@@ -103,6 +118,39 @@ function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
 function turnEvent(record: Stored): string {
   const turn = fromRecord(record as Stored<Extract<TurnfoldEvent, { type: "notification.dispatched" }>>);
   return `id: ${record.seq}\nevent: turn\ndata: ${turnJson(turn)}\n\n`;
+}
+
+/**
+ * Runs `attempt` (an append, or a check of the events alone when given the events) and
+ * turns a refusal for invalid events into a 400 naming each event by index (from 0).
+ */
+async function rejectInvalid<T>(attempt: (() => Promise<T>) | readonly unknown[]): Promise<T | undefined> {
+  try {
+    if (typeof attempt === "function") return await attempt();
+    assertValidEvents(attempt);
+    return undefined;
+  } catch (error) {
+    if (!isInvalidEventsError(error)) throw error;
+    const problems = error.problems;
+    throw new HttpError(400, {
+      error: `${problems.length} problem${problems.length === 1 ? "" : "s"}; nothing was appended`,
+      problems: problems.slice(0, 100).map((p) => ({ index: Number(/^event (\d+)$/.exec(p.where)?.[1] ?? -1), field: p.field, reason: p.reason, text: formatProblem(p) })),
+    });
+  }
+}
+
+/** Answers an error Node's HTTP parser raised, in the API's `{error}` shape, and closes the connection. */
+function clientError(error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, text, message] =
+    error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? [408, "Request Timeout", "the request did not arrive whole in time; send it again"]
+      : error.code === "HPE_HEADER_OVERFLOW"
+        ? [431, "Request Header Fields Too Large", "the request headers are larger than 16 KiB"]
+        : [400, "Bad Request", "the request is not valid HTTP"];
+  const body = JSON.stringify({ error: message });
+  if (socket.writable) socket.write(`HTTP/1.1 ${status} ${text}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+  socket.destroy();
 }
 
 /** Builds the service: catches up with the log, then follows it. */
@@ -175,6 +223,9 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     logger: false,
     // A path fastify cannot decode (a malformed %-escape) gets the API's own error shape.
     frameworkErrors: (_error, _request, reply) => (reply as FastifyReply).code(400).send({ error: "the request path is not a valid URL (a malformed %-escape?)" }),
+    // Errors Node's HTTP parser raises before fastify sees a request (a stalled body,
+    // headers too large, bytes that are not HTTP) get the API's own shape too.
+    clientErrorHandler: clientError,
   });
 
   app.addContentTypeParser("application/x-ndjson", { parseAs: "string" }, (_request, body, done) => {
@@ -186,12 +237,18 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       try {
         events.push(JSON.parse(line));
       } catch (error) {
-        done(new HttpError(400, { error: `line ${i + 1} is not valid JSON (${(error as Error).message})` }), undefined);
+        // `index` counts events from 0, as for a JSON array; `line` counts lines from 1, as editors do.
+        const index = events.length;
+        const reason = `not valid JSON (${(error as Error).message})`;
+        done(new HttpError(400, { error: `event ${index} (line ${i + 1}) is ${reason}; nothing was appended`, problems: [{ index, line: i + 1, field: "(event)", reason }] }), undefined);
         return;
       }
     }
     done(null, events);
   });
+
+  // fastify reads text/plain as a string by default; this API takes JSON or NDJSON only (415).
+  app.removeContentTypeParser("text/plain");
 
   app.addHook("onResponse", async (request, reply) => {
     options.logLine?.({ method: request.method, route: request.routeOptions.url ?? "(no route)", status: reply.statusCode, ms: Math.round(reply.elapsedTime) });
@@ -213,11 +270,16 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     if (!sameSecret(token, options.producerToken)) throw new HttpError(403, { error: "this token may not produce events" });
   };
   /** The session token's key, checked: 401 without a well-formed token, 404 for a session it does not reach. */
-  const requireSession = (request: FastifyRequest<{ Params: { key: string } }>): string => {
+  const requireSession = (request: FastifyRequest<{ Params: { key: string } }>, access: Access = "act"): string => {
     const token = bearer(request.headers.authorization);
     if (token === undefined) throw new HttpError(401, { error: "a session token is required (Authorization: Bearer …)" });
     const key = request.params.key;
-    if (!directory.allows(token, key)) throw new HttpError(404, noSuchSession);
+    if (!directory.allows(token, key, access)) {
+      // A closed session's own token still reads; to act it gets a plain answer, which
+      // tells nothing a token holder does not know already.
+      if (access === "act" && directory.allows(token, key, "read")) throw new HttpError(409, { error: "this session is closed: its token may read its turns and explain its items, nothing more" });
+      throw new HttpError(404, noSuchSession);
+    }
     return key;
   };
   app.addHook("onSend", async (_request, reply, payload) => {
@@ -230,24 +292,23 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     const body = request.body;
     if (!Array.isArray(body)) throw new HttpError(400, { error: "the body must be a JSON array of events, or NDJSON (one event per line)" });
     if (body.length === 0) throw new HttpError(400, { error: "no events in the body" });
-    // The log validates every event in the append transaction, all or none: one check.
-    try {
-      return { seqs: await append(body as TurnfoldEvent[]) };
-    } catch (error) {
-      if (!isInvalidEventsError(error)) throw error;
-      const problems = error.problems;
-      throw new HttpError(400, {
-        error: `${problems.length} problem${problems.length === 1 ? "" : "s"}; nothing was appended`,
-        problems: problems.slice(0, 100).map((p) => ({ index: Number(/^event (\d+)$/.exec(p.where)?.[1] ?? -1), field: p.field, reason: p.reason, text: formatProblem(p) })),
-      });
+    if (!options.allowUnaddressed) {
+      // The owners this batch leans on may have been appended by another server just now.
+      if (body.some((event) => unaddressedField(event, directory, []) !== undefined)) await appliedUpTo(await log.lastSeq());
+      const problems = ownerProblems(body, directory);
+      // An event that is not valid is named by validation first, in its own words.
+      if (problems.length > 0) await rejectInvalid(body);
+      if (problems.length > 0) throw new HttpError(400, { error: `${problems.length} problem${problems.length === 1 ? "" : "s"}; nothing was appended`, problems });
     }
+    // The log validates every event in the append transaction, all or none: one check.
+    return { seqs: await rejectInvalid(() => append(body as TurnfoldEvent[])) };
   });
 
   app.post("/v1/sessions", async (request, reply) => {
     requireProducer(request);
     const body = parseBody(sessionBody, request.body);
     const token = newToken("session");
-    const { session, surface, keys, route, budget } = body;
+    const { session, surface, keys, route, budget, keepTokens } = body;
     const opened: TurnfoldEvent = {
       type: "session.opened",
       at: Date.now(),
@@ -257,6 +318,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       ...(route ? { route } : {}),
       ...(budget ? { budget } : {}),
       tokenHash: tokenHash(token),
+      ...(keepTokens ? { keepTokens } : {}),
     };
     const [seq] = await append([opened]);
     return reply.code(201).send({ session, token, seq });
@@ -265,8 +327,10 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   const act = (path: string, build: (key: string, body: unknown) => TurnfoldEvent) =>
     app.post<{ Params: { key: string } }>(`/v1/sessions/:key/${path}`, async (request) => {
       const key = requireSession(request);
-      const [seq] = await append([build(key, request.body)]);
-      return { seq };
+      const event = build(key, request.body);
+      const [seq] = await append([event]);
+      const warning = event.type === "drain" ? directory.drainMismatch(key, event.consumer) : undefined;
+      return warning === undefined ? { seq } : { seq, warning };
     });
   act("drain", (key, body) => ({ type: "drain", at: Date.now(), session: key, consumer: parseBody(drainBody, body).consumer }));
   act("input-taken", (key, body) => (parseBody(emptyBody, body), { type: "input.taken", at: Date.now(), session: key }));
@@ -290,7 +354,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   });
 
   app.get<{ Params: { key: string } }>("/v1/sessions/:key/turns", async (request, reply) => {
-    const key = requireSession(request);
+    const key = requireSession(request, "read");
     const resume = request.headers["last-event-id"];
     const from = resume === undefined ? 0 : Number(resume);
     if (!Number.isInteger(from) || from < 0) throw new HttpError(400, { error: "Last-Event-ID must be a whole number (the id of the last turn received)" });
@@ -329,7 +393,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   });
 
   app.get<{ Params: { key: string; id: string } }>("/v1/sessions/:key/explain/:id", async (request) => {
-    const key = requireSession(request);
+    const key = requireSession(request, "read");
     const lineage = new Set(directory.lineageFrom(key));
     const explainer = new Explainer(request.params.id);
     for await (const event of log.read()) explainer.push(event);
