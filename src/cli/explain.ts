@@ -3,21 +3,22 @@ import { Explainer } from "../projections/explain.js";
 import { explanationText } from "../render/explain.js";
 import { openHistory } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
-import { budgetOption } from "./options.js";
+import { budgetOption, foldOptions, outputTailOption } from "./options.js";
 import type { Budget } from "../events/schema.js";
 
 export function explainCommand(program: Command): void {
   program
     .command("explain")
     .description("tell, for one process or delegation id, why it was or was not delivered")
-    .argument("<file>", "recorded session: JSONL, or a SQLite log")
+    .argument("<file>", "recorded session: a JSONL file, a SQLite log or a postgres:// URL")
     .argument("<id>", "process or delegation id")
     .option("--json", "the explanation as one JSON object")
     .addOption(budgetOption())
-    .action((file: string, id: string, options: { json?: boolean; budget?: Budget }) =>
+    .addOption(outputTailOption())
+    .action((file: string, id: string, options: { json?: boolean; budget?: Budget; outputTail?: number }) =>
       runCommand(async () => {
         const history = await openHistory(file);
-        const explainer = new Explainer(id, options.budget ? { budget: options.budget } : {});
+        const explainer = new Explainer(id, foldOptions(options));
         for await (const page of history.pages) for (const event of page) explainer.push(event);
         const explanation = explainer.finish();
         await writeOut(options.json ? JSON.stringify(explanation) + "\n" : explanationText(explanation) + "\n");

@@ -45,3 +45,26 @@ export function parseBudget(value: string): Budget {
 export function budgetOption(): Option {
   return new Option("--budget <capacity/refillMs>", "wake budget (R30) for sessions that set none: at most CAPACITY turns at once, one back every REFILL_MS ms of event time").argParser(parseBudget);
 }
+
+/** Commander parser for a duration: `500ms`, `60s`, `2m`, or a bare number of seconds; in ms. */
+export function parseDuration(value: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(value.trim());
+  const ms = match ? Number(match[1]) * ({ ms: 1, s: 1000, m: 60_000 } as const)[(match[2] ?? "s") as "ms" | "s" | "m"] : NaN;
+  if (!Number.isFinite(ms) || ms <= 0) throw new InvalidArgumentError(`expected a duration above 0 such as 500ms, 60s or 2m, got "${value}"`);
+  return Math.round(ms);
+}
+
+/** A duration in ms as `parseDuration` reads it back: `60s`, `500ms`. */
+export function formatDuration(ms: number): string {
+  return ms % 60_000 === 0 ? `${ms / 60_000}m` : ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}
+
+/** `--output-tail N`: characters of each member's output a turn's text shows (default 2,000). */
+export function outputTailOption(): Option {
+  return new Option("--output-tail <chars>", "show at most the last CHARS characters of each member's output in a turn's text (the cut is said); default 2000").argParser(positiveInt);
+}
+
+/** The projection options the folding commands share: `--budget` and `--output-tail`. */
+export function foldOptions(options: { readonly budget?: Budget; readonly outputTail?: number }): { budget?: Budget; outputTail?: number } {
+  return { ...(options.budget ? { budget: options.budget } : {}), ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}) };
+}

@@ -7,12 +7,13 @@ import { ReportBuilder } from "../report/data.js";
 import { ReportPage } from "../report/html.js";
 import { InputError, requireWritable, runCommand } from "./io.js";
 import { openHistory } from "./load-session.js";
-import { budgetOption } from "./options.js";
+import { budgetOption, foldOptions, outputTailOption } from "./options.js";
 import { count, progress } from "./style.js";
 
 interface ReportOptions {
   output: string;
   budget?: Budget;
+  outputTail?: number;
 }
 
 export function reportCommand(program: Command): void {
@@ -22,6 +23,7 @@ export function reportCommand(program: Command): void {
     .argument("<file>", "recorded session: JSONL, a SQLite log or a postgres:// URL")
     .option("-o, --output <file>", "where to write the HTML", "turnfold-report.html")
     .addOption(budgetOption())
+    .addOption(outputTailOption())
     .action((file: string, options: ReportOptions) =>
       runCommand(async () => {
         const history = await openHistory(file);
@@ -49,7 +51,7 @@ export function reportCommand(program: Command): void {
             }
           };
           const page = new ReportPage(source, write);
-          const builder = new ReportBuilder(source, (part) => page.part(part), options.budget ? { budget: options.budget } : {});
+          const builder = new ReportBuilder(source, (part) => page.part(part), foldOptions(options));
           const bar = progress(history.size ?? 0, "reading");
           let read = 0;
           for await (const events of history.pages) {

@@ -11,7 +11,7 @@ import { step } from "../reducers/reduce.js";
 import { flushGateway, nextGatewayDeadline } from "../reducers/gateway.js";
 import { lineageTip } from "../reducers/ownership.js";
 import { createState, defaultGateway, turnKindOf, type GatewayOptions, type Item, type ParkingLimits, type State } from "../reducers/state.js";
-import { createRenderer, renderText, type Renderer } from "../render/renderer.js";
+import { createRenderer, defaultOutputTail, renderText, type Renderer } from "../render/renderer.js";
 
 /** One notification delivered to a conversation (docs/rules.md). */
 export interface Turn {
@@ -78,12 +78,19 @@ export interface ProjectionOptions {
   readonly budget?: Budget;
   /** Receives what became of every item: the raw material of `explain`. */
   readonly trace?: (note: Note) => void;
+  /**
+   * Each member's output is cut to its last this many characters in a turn's text (the
+   * cut is said in the text). Default 2,000, the supervisor's tail: a producer that sends
+   * raw output cannot blow up a conversation. The log keeps what was sent.
+   */
+  readonly outputTail?: number;
 }
 
 /** The projection: push events in log order, get the turns and status lines they decide. */
 export class Projection {
   readonly #state: State;
   readonly #renderer: Renderer;
+  readonly #tail: number;
   /**
    * What the event being folded decided so far: the first `#decided` entries of one buffer
    * that is kept (a fresh array per event, grown by a push, reserves room for 17 entries).
@@ -96,6 +103,7 @@ export class Projection {
     checkLimits(options);
     this.#state = createState(options.parking, { ...defaultGateway, ...options.gateway }, options.budget);
     this.#renderer = createRenderer(options.templates);
+    this.#tail = options.outputTail ?? defaultOutputTail;
     const dispatch = (d: Dispatch) => this.#render(d);
     const overBudget = (o: OverBudget) => this.#overBudget(o);
     this.#decisions = options.trace ? { dispatch, overBudget, note: options.trace } : { dispatch, overBudget };
@@ -183,7 +191,7 @@ export class Projection {
         this.#emit({ type: "status", seq: d.seq, item: item.seq, session: d.session, member: item.member, status: this.#renderer.title(item) });
       }
     }
-    const turn: Turn = { type: "turn", seq: d.seq, session: d.session, consumer: d.consumer, kind: d.kind, members: membersOf(d.items), text: renderText(d, this.#renderer, this.#state.gateway) };
+    const turn: Turn = { type: "turn", seq: d.seq, session: d.session, consumer: d.consumer, kind: d.kind, members: membersOf(d.items), text: renderText(d, this.#renderer, this.#state.gateway, this.#tail) };
     if (d.consumer !== "gateway" || d.kind !== "completions") {
       this.#emit(turn);
       return;
@@ -191,7 +199,7 @@ export class Projection {
     this.#emit({
       ...turn,
       identities: d.items.map((i) => `${i.member}@${i.context.startedAt ?? i.event.at}`),
-      entryTexts: d.items.map((i) => renderText({ ...d, items: [i] }, this.#renderer, this.#state.gateway)),
+      entryTexts: d.items.map((i) => renderText({ ...d, items: [i] }, this.#renderer, this.#state.gateway, this.#tail)),
     });
   }
 }
@@ -203,6 +211,7 @@ const Limits = z.object({
   budget: Budget.optional(),
   parking: z.object({ ttlMs: count, total: count, perOwner: count }).optional(),
   gateway: z.object({ windowMs: count, maxDetails: positive, detailChars: positive }).partial().optional(),
+  outputTail: positive.optional(),
 });
 
 /** Refuses options whose limits are not whole numbers in range, naming the field. */

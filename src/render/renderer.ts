@@ -5,6 +5,7 @@
 import type { Dispatch } from "../reducers/decisions.js";
 import type { Item } from "../reducers/state.js";
 import type { GatewayOptions } from "../reducers/state.js";
+import { withTail, outputOf } from "./tail.js";
 import { batchText, completionText, delegationBatchText, delegationText, diagnosticText, gatewayBatchText, heartbeatText, watchText } from "./text.js";
 import { title } from "./titles.js";
 
@@ -44,8 +45,12 @@ export function createRenderer(templates: Partial<Renderer> = {}): Renderer {
   return { ...defaultRenderer, ...templates };
 }
 
-/** The text of a dispatch. */
-export function renderText(dispatch: Dispatch, renderer: Renderer, gateway?: GatewayOptions): string {
+/** Characters of a member's output a turn's text shows by default: the supervisor's tail (R20). */
+export const defaultOutputTail = 2000;
+
+/** The text of a dispatch; each member's output is cut to its last `tail` characters first. */
+export function renderText(dispatch: Dispatch, renderer: Renderer, gateway?: GatewayOptions, tail = defaultOutputTail): string {
+  if (dispatch.items.some((item) => outputOf(item).length > tail)) dispatch = { ...dispatch, items: dispatch.items.map((item) => withTail(item, tail)) };
   const [first] = dispatch.items;
   if (first === undefined) throw new Error("a dispatch always has a live member");
   const several = dispatch.items.length > 1;

@@ -4,6 +4,7 @@
  */
 import type { EventOf, Stored } from "../events/schema.js";
 import type { Item } from "../reducers/state.js";
+import { withTail } from "./tail.js";
 
 type Exited = Stored<EventOf<"process.exited">>;
 
@@ -45,9 +46,7 @@ export function completionText(item: Item): string {
   if (ownerTask !== undefined) text += `\nStarted for subagent task: ${ownerTask}`;
   if (handoffNote !== undefined) text += `\nHandoff note: ${handoffNote}`;
   text += cut > 0 ? `\nOutput (last ${thousands(e.output.length)} characters):\n` : "\nOutput:\n";
-  text += fenced(e.output);
-  if (cut > 0) text += `\n[${thousands(cut)} earlier characters are not shown; read the whole log of ${e.process} to see them]`;
-  return text;
+  return text + fenced(e.output) + cutNote(e, e.process);
 }
 
 /** How many of the items' processes failed. */
@@ -66,9 +65,15 @@ export function batchText(memberTexts: readonly string[], items: readonly Item[]
   return memberTexts.length === 0 ? header : `${header}\n\n${memberTexts.join("\n\n")}`;
 }
 
+/** The line that says how much of an output a text leaves out, or "" when it shows all of it. */
+function cutNote(event: object, process: string): string {
+  const cut = (event as { outputCut?: unknown }).outputCut;
+  return typeof cut === "number" && cut > 0 ? `\n[${thousands(cut)} earlier characters are not shown; read the whole log of ${process} to see them]` : "";
+}
+
 export function watchText(item: Item): string {
   const e = item.event as Stored<EventOf<"watch.matched">>;
-  const text = `Watch pattern "${e.pattern}" matched in background process ${e.process}${item.context.command ? ` (${item.context.command})` : ""}:\n${fenced(e.output)}`;
+  const text = `Watch pattern "${e.pattern}" matched in background process ${e.process}${item.context.command ? ` (${item.context.command})` : ""}:\n${fenced(e.output)}${cutNote(e, e.process)}`;
   if (e.suppressed > 0) return `${text}\n[${e.suppressed} more matching line${e.suppressed === 1 ? " was" : "s were"} held back by the cooldown]`;
   return text;
 }
@@ -76,7 +81,7 @@ export function watchText(item: Item): string {
 export function heartbeatText(item: Item): string {
   const e = item.event as Stored<EventOf<"heartbeat">>;
   const head = `Background process ${e.process} is still running (check-in ${e.beat}, ${duration(e.elapsedMs)} so far).`;
-  return e.output === "" ? head : `${head}\nNew output since the last check-in:\n${fenced(e.output)}`;
+  return e.output === "" ? head : `${head}\nNew output since the last check-in:\n${fenced(e.output)}${cutNote(e, e.process)}`;
 }
 
 export function diagnosticText(item: Item): string {
@@ -133,20 +138,13 @@ export function duration(ms: number): string {
 export function gatewayBatchText(items: readonly Item[], limits: { maxDetails: number; detailChars: number }): string {
   const failed = failedCount(items);
   const header = `${items.length} background processes finished (${failed === 0 ? "none failed" : `${failed} failed`}).`;
-  const details = items.slice(0, limits.maxDetails).map((item) => completionText(withOutputCut(item, limits.detailChars)));
+  const details = items.slice(0, limits.maxDetails).map((item) => completionText(withTail(item, limits.detailChars)));
   const rest = items.length - details.length;
   const parts = [header, ...details];
   if (rest > 0) parts.push(`…and ${rest} more finished: ${items.slice(limits.maxDetails).map((i) => i.member).join(", ")}.`);
   return parts.join("\n\n");
 }
 
-/** The same item with its output cut to its last `chars` characters. */
-function withOutputCut(item: Item, chars: number): Item {
-  const e = item.event as Exited;
-  if (e.output.length <= chars) return item;
-  const cut = e.output.length - chars;
-  return { ...item, event: { ...e, output: e.output.slice(cut), outputCut: (e.outputCut ?? 0) + cut } };
-}
 
 /** Several subagent results of one route, ready together. */
 export function delegationBatchText(memberTexts: readonly string[]): string {
