@@ -68,6 +68,7 @@ export {
   type SuppressedWhy,
 } from "./report/data.js";
 export { ReportPage, reportHtml } from "./report/html.js";
+export { Inventory, type ItemRow, type SessionRow } from "./report/inventory.js";
 
 // The delegation ledger.
 export { defaultLedgerPolicy, type LedgerPolicy, type LedgerRow, type Delivery, type Refusal } from "./reducers/ledger.js";
@@ -76,7 +77,7 @@ export { processStart, isAlive, currentProcess, type ProcessIdentity } from "./l
 
 // Delivery.
 export type { DispatchedTurn, TurnSink, SinkStatusLine } from "./sinks/sink.js";
-export { relay, type RelayOptions } from "./sinks/relay.js";
+export { relay, type RelayOptions, type RelayResult } from "./sinks/relay.js";
 export { httpSink, idempotencyHeader, type HttpSinkOptions } from "./sinks/http.js";
 export { callbackSink, jsonlSink, stdoutSink, statusSink } from "./sinks/simple.js";
 export { startReceiver, type Receiver, type ReceiverOptions } from "./sinks/receiver.js";
@@ -88,4 +89,4 @@ export { createService, type Service, type ServiceOptions, type ServiceMetrics }
 
 // Real processes.
 export { Supervisor, type SupervisorOptions, type StartOptions, type ExitResult, type WaitResult, type LogPage } from "./supervisor/supervisor.js";
-export { createRedactor, defaultRules, type Redactor, type RedactionRule } from "./supervisor/redact.js";
+export { createRedactor, defaultRules, redactEvent, type Redactor, type RedactionRule } from "./events/redact.js";

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
 import { JsonlProblems } from "../events/jsonl.js";
-import type { TurnfoldEvent } from "../events/schema.js";
+import type { Stored, Surface, TurnfoldEvent } from "../events/schema.js";
+import { drainMismatch } from "../events/surfaces.js";
 import { redactUrl } from "../events/urls.js";
 import { formatProblem } from "../events/validate.js";
 import { openLog } from "../open.js";
@@ -23,11 +24,13 @@ interface FilePage {
 }
 
 /** The file's pages; its problems are printed as they are thrown, under the name `shown`. */
-async function* eventPages(path: string, shown: string, countAll: boolean): AsyncGenerator<FilePage> {
+async function* eventPages(path: string, shown: string, countAll: boolean, look: (event: Stored) => void = () => undefined): AsyncGenerator<FilePage> {
   try {
     for await (const page of jsonlFilePages(path, { pageSize: 5000, maxProblems: shownProblems, countAll })) {
       let records = 0;
-      const events = page.map(({ seq: _seq, ...event }) => {
+      const events = page.map((stored) => {
+        look(stored);
+        const { seq: _seq, ...event } = stored;
         if (event.type === "notification.dispatched") records++;
         return event as TurnfoldEvent;
       });
@@ -73,8 +76,9 @@ async function importFile(path: string, file: string, db: string): Promise<void>
   const nothing = () => new InputError(`nothing was imported into ${redactUrl(db)}`);
   // Two passes, neither holding the file: every line is checked first, and only a
   // file without a problem is appended, page by page, in one transaction.
+  const oddDrains = new OddDrains();
   try {
-    for await (const _page of eventPages(path, file, true));
+    for await (const _page of eventPages(path, file, true, (event) => oddDrains.look(event)));
   } catch (error) {
     throw error instanceof JsonlProblems ? nothing() : error;
   }
@@ -97,6 +101,8 @@ async function importFile(path: string, file: string, db: string): Promise<void>
       return { first, last, count, records, moved };
     });
     process.stderr.write(`imported ${seqs.count} events into ${redactUrl(db)} (seq ${seqs.first}–${seqs.last})\n`);
+    const odd = oddDrains.warning(file);
+    if (odd !== undefined) process.stderr.write(odd);
     if (seqs.records > 0 && seqs.moved) {
       // A record names the seq of the drain that decided it, in the log it came from.
       const them = seqs.records === 1 ? "it" : "them";
@@ -110,5 +116,27 @@ async function importFile(path: string, file: string, db: string): Promise<void>
     throw error instanceof JsonlProblems ? nothing() : error;
   } finally {
     await log.close();
+  }
+}
+
+/** Drains by a consumer that does not drain their session's surface (a TUI poller on a CLI session): kept, and told. */
+class OddDrains {
+  readonly #surfaces = new Map<string, Surface>();
+  #count = 0;
+  #first: string | undefined;
+
+  look(event: Stored): void {
+    if (event.type === "session.opened") this.#surfaces.set(event.session, event.surface);
+    else if (event.type === "drain") {
+      const mismatch = drainMismatch(this.#surfaces.get(event.session), event.consumer);
+      if (mismatch === undefined) return;
+      this.#count++;
+      this.#first ??= `seq ${event.seq}: ${mismatch}`;
+    }
+  }
+
+  warning(file: string): string | undefined {
+    if (this.#count === 0) return undefined;
+    return `warning: ${file} holds ${count(this.#count, "drain")} by a consumer that does not drain that session's surface (the first at ${this.#first}); imported as given\n`;
   }
 }

@@ -3,7 +3,7 @@
  * a PostgreSQL URL, read page by page (a JSONL file line by line), never held whole.
  */
 import { closeSync, createReadStream, openSync, readSync, statSync } from "node:fs";
-import { JsonlProblems, decodeStoredJsonlStream } from "../events/jsonl.js";
+import { JsonlProblems, decodeStoredJsonlStream, fileNumbering } from "../events/jsonl.js";
 import { readPages } from "../events/log.js";
 import type { Stored } from "../events/schema.js";
 import { isPostgresUrl, redactUrl } from "../events/urls.js";
@@ -93,9 +93,14 @@ async function* jsonlPages(path: string): AsyncGenerator<readonly Stored[]> {
  * read is an `InputError` naming it.
  */
 export async function* jsonlFilePages(path: string, options: Parameters<typeof decodeStoredJsonlStream>[1]): AsyncGenerator<Stored[]> {
-  const stream = createReadStream(path, { encoding: "utf8", highWaterMark: 1 << 16 });
+  const open = () => createReadStream(path, { encoding: "utf8", highWaterMark: 1 << 16 });
+  let stream = open();
   try {
-    yield* decodeStoredJsonlStream(stream as AsyncIterable<string>, options);
+    // One quick pass decides how the lines are numbered (see `Numbering`), then the real one.
+    const numbering = await fileNumbering(stream as AsyncIterable<string>);
+    stream.destroy();
+    stream = open();
+    yield* decodeStoredJsonlStream(stream as AsyncIterable<string>, { ...options, numbering });
   } catch (error) {
     if (!(error instanceof JsonlProblems) && (error as NodeJS.ErrnoException).code !== undefined) {
       throw new InputError(`${path}: cannot read (${(error as Error).message})`);

@@ -6,6 +6,7 @@ import { demoCommand } from "./demo.js";
 import { explainCommand } from "./explain.js";
 import { exportCommand } from "./export.js";
 import { importCommand } from "./import.js";
+import { inventoryCommands } from "./inventory.js";
 import { probeCommand } from "./probe.js";
 import { replayCommand } from "./replay.js";
 import { reportCommand } from "./report.js";
@@ -38,12 +39,20 @@ exportCommand(program);
 tailCommand(program);
 replayCommand(program);
 explainCommand(program);
+inventoryCommands(program);
 reportCommand(program);
 demoCommand(program);
 probeCommand(program);
 sinkCommand(program);
 relayCommand(program);
 runCommands(program);
+
+// No command at all is bad usage (exit 2), with the help on stderr, as every other misuse.
+if (process.argv.length <= 2) {
+  process.stderr.write(program.helpInformation());
+  process.stderr.write("error: name a command (turnfold help COMMAND tells more)\n");
+  process.exit(2);
+}
 
 try {
   await program.parseAsync(process.argv);

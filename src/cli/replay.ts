@@ -4,11 +4,12 @@ import { Verifier, type Verified } from "../projections/verify.js";
 import { openHistory } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
 import { progress, styler, useColour } from "./style.js";
-import { budgetOption } from "./options.js";
+import { budgetOption, foldOptions, outputTailOption } from "./options.js";
 import type { Budget } from "../events/schema.js";
 
 interface ReplayOptions {
   budget?: Budget;
+  outputTail?: number;
   json?: boolean;
   status?: boolean;
   verify?: boolean;
@@ -17,12 +18,13 @@ interface ReplayOptions {
 export function replayCommand(program: Command): void {
   program
     .command("replay")
-    .description("re-derive every turn of a recorded session (JSONL or SQLite log) from its events alone")
-    .argument("<file>", "recorded session: JSONL, or a SQLite log")
+    .description("re-derive every turn of a recorded session (a JSONL file, a SQLite log or a PostgreSQL log) from its events alone")
+    .argument("<file>", "recorded session: a JSONL file, a SQLite log or a postgres:// URL")
     .option("--json", "one JSON object per turn")
     .option("--status", "also print the TUI status lines")
-    .option("--verify", "compare the recorded notification.dispatched events with the re-derived turns")
+    .option("--verify", "compare the recorded notification.dispatched events with the re-derived turns (exit 1 on a difference, 3 when the log holds no record); with --json, the verdict as JSON")
     .addOption(budgetOption())
+    .addOption(outputTailOption())
     .action((file: string, options: ReplayOptions) => runCommand(() => replayFile(file, options)));
 }
 
@@ -34,7 +36,7 @@ export function replayCommand(program: Command): void {
 async function replayFile(file: string, options: ReplayOptions): Promise<number> {
   const history = await openHistory(file);
   const bar = progress(history.size ?? 0, "replaying");
-  const projection = new Projection(options.budget ? { budget: options.budget } : {});
+  const projection = new Projection(foldOptions(options));
   const verifier = options.verify ? new Verifier({ recorded: (await history.hasRecords()) ?? true }) : undefined;
   const out = new BufferedOut();
   const emit = (outputs: readonly Output[]): void => {
@@ -58,7 +60,7 @@ async function replayFile(file: string, options: ReplayOptions): Promise<number>
   if (!verifier?.difference) emit(projection.finish());
   bar.done();
   await out.flush();
-  return verifier ? report(file, verifier.finish()) : 0;
+  return verifier ? report(file, verifier.finish(), options.json ?? false) : 0;
 }
 
 /** Collects output lines and writes them in large chunks, waiting when stdout is full. */
@@ -80,10 +82,21 @@ class BufferedOut {
   }
 }
 
-function report(file: string, result: Verified): number {
+/** `--verify`'s exit code when a history holds no dispatch record to check: not a difference (1), not bad usage (2). */
+export const nothingToVerify = 3;
+
+function report(file: string, result: Verified, json: boolean): number {
+  if (json) {
+    process.stdout.write(JSON.stringify(verdictJson(result)) + "\n");
+    return result.ok ? 0 : result.verdict === "no-records" ? nothingToVerify : 1;
+  }
   if (result.ok) {
     process.stdout.write(`${file}: the ${result.turns} recorded dispatches match the re-derived turns\n`);
     return 0;
+  }
+  if (result.verdict === "no-records") {
+    process.stderr.write(`${file}: ${noRecordsText}\n`);
+    return nothingToVerify;
   }
   const d = result.difference;
   const where = d.recordSeq === undefined ? `turn #${d.index + 1}` : `turn #${d.index + 1} (record at seq ${d.recordSeq})`;
@@ -93,6 +106,16 @@ function report(file: string, result: Verified): number {
       `  derived:  ${JSON.stringify(d.derived)}\n`,
   );
   return 1;
+}
+
+const noRecordsText = "this log holds no dispatch records: it was not written by a live runner (`turnfold run`, `serve`, `mcp`); nothing to verify";
+
+/** `replay --verify --json`: the verdict as one JSON object. */
+function verdictJson(result: Verified): Record<string, unknown> {
+  if (result.ok) return { verdict: "match", turns: result.turns };
+  if (result.verdict === "no-records") return { verdict: "no-records", message: noRecordsText };
+  const d = result.difference;
+  return { verdict: "differ", turn: d.index + 1, recordSeq: d.recordSeq ?? null, field: d.field, recorded: d.recorded, derived: d.derived };
 }
 
 function jsonLine(o: Output): string {

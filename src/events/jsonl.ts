@@ -48,21 +48,72 @@ export function decodeJsonl(text: string): Decoded {
 }
 
 /**
- * Numbers the lines of a recorded history: each event keeps the `seq` it was exported
- * with when that seq is a whole number above the previous one; otherwise it is numbered
- * on from the previous event.
+ * How the events of a recorded history are numbered, for every reader of a file alike
+ * (`replay`, `explain`, `report`; `import` gives the log's own seqs):
+ * - `given`: every event carries a `seq` and they strictly increase (an export): each
+ *   keeps its own, so turns and explanations cite the seqs of the log it came from;
+ * - `position`: otherwise, the n-th event is seq n (blank lines do not count), which is
+ *   also the seq it gets when imported into an empty log.
+ * `fileNumbering` tells which one a file needs.
  */
+export type Numbering = "given" | "position";
+
 class StoredLines {
   #previous = 0;
+  constructor(readonly numbering: Numbering) {}
 
   /** One line: the stored event, its problems, or nothing for a blank line. */
   decode(raw: string, lineNumber: number): Stored | readonly Problem[] | undefined {
     const decoded = decodeLine(raw, lineNumber);
     if (decoded === undefined || !("event" in decoded)) return decoded;
-    const given = (decoded.value as { seq?: unknown }).seq;
+    const given = this.numbering === "given" ? (decoded.value as { seq?: unknown }).seq : undefined;
+    // A given seq that does not fit (the file changed since it was scanned) is numbered on.
     this.#previous = typeof given === "number" && Number.isInteger(given) && given > this.#previous ? given : this.#previous + 1;
     return { ...decoded.event, seq: this.#previous } as Stored;
   }
+}
+
+/** The seq a line carries, when it is a whole number: read from the front of an exported line, else parsed. */
+function lineSeq(line: string): number | undefined {
+  if (line.startsWith('{"seq":')) {
+    let end = 7;
+    while (end < line.length && line.charCodeAt(end) >= 48 && line.charCodeAt(end) <= 57) end++;
+    if (end > 7 && (line[end] === "," || line[end] === "}")) return Number(line.slice(7, end));
+  }
+  try {
+    const seq = (JSON.parse(line) as { seq?: unknown } | null)?.seq;
+    return typeof seq === "number" && Number.isInteger(seq) ? seq : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Which numbering a history's lines need: `given` when every event line carries a whole
+ * `seq` above the one before, else `position`. Reads the chunks once, a line at a time;
+ * an exported line costs a look at its first characters.
+ */
+export async function fileNumbering(chunks: AsyncIterable<string>): Promise<Numbering> {
+  let previous = 0;
+  let rest = "";
+  const fits = (raw: string): boolean => {
+    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+    if (line.trim() === "") return true;
+    const seq = lineSeq(line.replace(/^\uFEFF/, ""));
+    if (seq === undefined || seq <= previous) return false;
+    previous = seq;
+    return true;
+  };
+  for await (const chunk of chunks) {
+    let start = 0;
+    for (let end = chunk.indexOf("\n"); end !== -1; end = chunk.indexOf("\n", start)) {
+      if (!fits(rest === "" ? chunk.slice(start, end) : rest + chunk.slice(start, end))) return "position";
+      rest = "";
+      start = end + 1;
+    }
+    rest += chunk.slice(start);
+  }
+  return fits(rest) ? "given" : "position";
 }
 
 /** A recorded history that is not valid: the problems found, each naming its line. */
@@ -90,13 +141,13 @@ const emptyFile: Problem = { where: "file", field: "(file)", reason: "the file h
  */
 export async function* decodeStoredJsonlStream(
   chunks: AsyncIterable<string>,
-  options: { readonly pageSize?: number; readonly maxProblems?: number; readonly countAll?: boolean } = {},
+  options: { readonly pageSize?: number; readonly maxProblems?: number; readonly countAll?: boolean; readonly numbering?: Numbering } = {},
 ): AsyncGenerator<Stored[]> {
   const pageSize = options.pageSize ?? 1000;
   const maxProblems = options.maxProblems ?? 20;
   const countAll = options.countAll ?? false;
   let total = 0;
-  const lines = new StoredLines();
+  const lines = new StoredLines(options.numbering ?? "position");
   const problems: Problem[] = [];
   let page: Stored[] = [];
   let seen = 0;

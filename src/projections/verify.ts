@@ -19,8 +19,15 @@ export interface Difference {
   readonly recordSeq: number | undefined;
 }
 
-/** The verdict of `verifyRecorded`. */
-export type Verified = { readonly ok: true; readonly turns: number } | { readonly ok: false; readonly difference: Difference };
+/**
+ * The verdict of `verifyRecorded`: the records match the derived turns; or they differ,
+ * at `difference`; or the history holds no record at all but derives turns (it was not
+ * written by a live runner, so there is nothing to verify it against).
+ */
+export type Verified =
+  | { readonly ok: true; readonly verdict: "match"; readonly turns: number }
+  | { readonly ok: false; readonly verdict: "differ"; readonly difference: Difference }
+  | { readonly ok: false; readonly verdict: "no-records" };
 
 const fields = ["seq", "session", "consumer", "kind", "members", "text"] as const;
 
@@ -42,6 +49,7 @@ export class Verifier {
   readonly #turns = new Queue<Turn>();
   readonly #recorded: boolean;
   #index = 0;
+  #recordsSeen = 0;
   #difference: Difference | undefined;
 
   /**
@@ -61,6 +69,7 @@ export class Verifier {
   /** One recorded dispatch, in log order. */
   record(event: Stored): void {
     if (this.#difference || event.type !== "notification.dispatched") return;
+    this.#recordsSeen++;
     this.#records.push(event);
     this.#compare();
   }
@@ -86,7 +95,9 @@ export class Verifier {
         recordSeq: stored?.seq,
       };
     }
-    return this.#difference ? { ok: false, difference: this.#difference } : { ok: true, turns: this.#index };
+    if (this.#difference === undefined) return { ok: true, verdict: "match", turns: this.#index };
+    if (this.#recordsSeen === 0) return { ok: false, verdict: "no-records" };
+    return { ok: false, verdict: "differ", difference: this.#difference };
   }
 
   #compare(): void {

@@ -152,6 +152,11 @@ const terminal: Partial<Record<Fate["what"], SuppressedWhy>> = {
   "no-owner-record": "no-owner-record",
 };
 
+/** True when an item that made no turn is gone for good (consumed, dropped …); false when it still waits (parked, over budget, busy …). */
+export function isSettledWhy(why: SuppressedWhy): boolean {
+  return Object.values(terminal).includes(why);
+}
+
 /** A part is handed over once it holds this many marks, or this many turns and items. */
 const marksPerPart = 20_000;
 const rowsPerPart = 500;
@@ -265,6 +270,11 @@ export class ReportBuilder {
     if (event.type === "drain") this.#drained(event.session, event.seq);
     for (const output of this.#projection.push(event)) if (output.type === "turn") this.#addTurn(output);
     if (this.#events.seq.length >= marksPerPart || this.#turns.length + this.#suppressed.length >= rowsPerPart) this.#flush();
+  }
+
+  /** The session key of a lane (a turn or an item row names its lane by index); "(no session)" for unaddressed items. */
+  laneKey(lane: number): string {
+    return this.#lanes[lane]?.key ?? "(no session)";
   }
 
   /** End of the history: the items still waiting, with where and why, and the lanes. */

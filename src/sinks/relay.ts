@@ -19,6 +19,11 @@ export interface RelayOptions {
   readonly pollMs?: number;
   /** Stop once every record is delivered (instead of waiting for more). */
   readonly untilIdle?: boolean;
+  /**
+   * Stop when records have waited this long (ms) with no delivery at all (a dead sink):
+   * the result then says `gaveUp` and lists what is left. Default: never.
+   */
+  readonly giveUpAfterMs?: number;
   readonly signal?: AbortSignal;
   readonly clock?: () => number;
   /** Told about every failed delivery. */
@@ -32,24 +37,35 @@ interface Lane {
   retryAt: number;
 }
 
-type Record = Stored<EventOf<"notification.dispatched">>;
+type DispatchRecord = Stored<EventOf<"notification.dispatched">>;
+
+/** What a relay did: how many it delivered; when it gave up, which records it left undelivered. */
+export interface RelayResult {
+  readonly delivered: number;
+  /** True when it stopped because nothing was delivered for `giveUpAfterMs`. */
+  readonly gaveUp: boolean;
+  /** The records still waiting when it stopped, oldest first per session. */
+  readonly undelivered: readonly { readonly recordSeq: number; readonly session: string }[];
+}
 
 /**
  * Delivers every dispatch record of `log` to `sink`, oldest first per session, and marks
  * each one delivered once the sink took it. Works on any store adapter.
  */
-export async function relay(log: EventStore, sink: TurnSink, options: RelayOptions = {}): Promise<{ delivered: number }> {
+export async function relay(log: EventStore, sink: TurnSink, options: RelayOptions = {}): Promise<RelayResult> {
   const clock = options.clock ?? Date.now;
   const delivered = await log.deliveredTo(sink.name);
   const lanes = new Map<string, Lane>();
   let cursor = 1;
   let count = 0;
   let inFlight = 0;
+  let progressAt = clock();
+  let gaveUp = false;
   let wake: (() => void) | undefined;
 
   const load = async () => {
     for (;;) {
-      const page = (await log.readPage({ from: cursor, type: "notification.dispatched" })) as Record[];
+      const page = (await log.readPage({ from: cursor, type: "notification.dispatched" })) as DispatchRecord[];
       for (const record of page) {
         cursor = record.seq + 1;
         if (delivered.has(record.seq)) continue;
@@ -71,6 +87,7 @@ export async function relay(log: EventStore, sink: TurnSink, options: RelayOptio
         lane.waiting.shift();
         lane.failures = 0;
         count++;
+        progressAt = clock();
       },
       (error: unknown) => {
         lane.failures++;
@@ -98,6 +115,11 @@ export async function relay(log: EventStore, sink: TurnSink, options: RelayOptio
       if (!lane.busy && now >= lane.retryAt) start(lane);
     }
     if (options.untilIdle && waiting === 0 && inFlight === 0) break;
+    if (waiting === 0) progressAt = now;
+    else if (options.giveUpAfterMs !== undefined && now - progressAt >= options.giveUpAfterMs) {
+      gaveUp = true;
+      break;
+    }
     await new Promise<void>((resolve) => {
       const timer = setTimeout(finish, options.pollMs ?? 25);
       function finish() {
@@ -112,5 +134,6 @@ export async function relay(log: EventStore, sink: TurnSink, options: RelayOptio
   }
   // Let deliveries already under way finish and be marked before handing back.
   while (inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 5));
-  return { delivered: count };
+  const undelivered = [...lanes.values()].flatMap((lane) => lane.waiting.map((turn) => ({ recordSeq: turn.recordSeq, session: turn.session })));
+  return { delivered: count, gaveUp, undelivered };
 }

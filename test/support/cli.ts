@@ -26,3 +26,13 @@ export function cli(args: readonly string[], options: { cwd?: string; input?: st
 export function cliLive(args: readonly string[]) {
   return spawn(process.execPath, [cliEntry, ...args], { stdio: ["ignore", "pipe", "pipe"] });
 }
+
+/** Runs the real `turnfold` command without blocking this process (for a child that talks to a server the test runs). */
+export function cliAsync(args: readonly string[], options: { env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+  const child = spawn(process.execPath, [cliEntry, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1", ...options.env } });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
+}

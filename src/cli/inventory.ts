@@ -1,0 +1,92 @@
+/** `turnfold sessions LOG` and `turnfold items LOG`: the ids a history holds, to pick one for `explain`. */
+import type { Command } from "commander";
+import type { Budget } from "../events/schema.js";
+import { Inventory, type ItemRow, type SessionRow } from "../report/inventory.js";
+import { openHistory } from "./load-session.js";
+import { runCommand, writeOut } from "./io.js";
+import { budgetOption, foldOptions, outputTailOption } from "./options.js";
+
+interface InventoryOptions {
+  json?: boolean;
+  budget?: Budget;
+  outputTail?: number;
+  session?: string;
+}
+
+const logArgument = "recorded session: a JSONL file, a SQLite log or a postgres:// URL";
+
+export function inventoryCommands(program: Command): void {
+  program
+    .command("sessions")
+    .description("list each session: its surface, lineage, open or closed, and how many of its items were delivered, suppressed or still wait")
+    .argument("<log>", logArgument)
+    .option("--json", "one JSON object per session")
+    .addOption(budgetOption())
+    .addOption(outputTailOption())
+    .action((file: string, options: InventoryOptions) =>
+      runCommand(async () => {
+        const rows = await fold(file, options, () => undefined);
+        await writeOut(options.json ? rows.map((row) => JSON.stringify(row) + "\n").join("") : sessionTable(rows));
+        return 0;
+      }),
+    );
+
+  program
+    .command("items")
+    .description("list each item (a completion, watch hit, heartbeat, delegation result or notice) with its id, kind and fate, one line each")
+    .argument("<log>", logArgument)
+    .option("--session <key>", "only the items of this session and the sessions that continue it")
+    .option("--json", "one JSON object per item")
+    .addOption(budgetOption())
+    .addOption(outputTailOption())
+    .action((file: string, options: InventoryOptions) =>
+      runCommand(async () => {
+        let out = "";
+        const lineage = new Set(options.session === undefined ? [] : [options.session]);
+        const keep = (row: ItemRow) => options.session === undefined || lineage.has(row.session);
+        const rows = await fold(file, options, (row) => {
+          if (keep(row)) out += options.json ? JSON.stringify(row) + "\n" : itemLine(row);
+        }, (from, to) => {
+          if (lineage.has(from)) lineage.add(to);
+        });
+        await writeOut(out);
+        if (options.session !== undefined && !rows.some((row) => row.session === options.session)) {
+          process.stderr.write(`turnfold: no session ${JSON.stringify(options.session)} in ${file}\n`);
+          return 1;
+        }
+        return 0;
+      }),
+    );
+}
+
+async function fold(file: string, options: InventoryOptions, onItem: (row: ItemRow) => void, onCompressed: (from: string, to: string) => void = () => undefined): Promise<SessionRow[]> {
+  const history = await openHistory(file);
+  const inventory = new Inventory(onItem, foldOptions(options));
+  for await (const page of history.pages) {
+    for (const event of page) {
+      if (event.type === "session.compressed") onCompressed(event.session, event.successor);
+      inventory.push(event);
+    }
+  }
+  return inventory.finish();
+}
+
+function itemLine(row: ItemRow): string {
+  return `seq ${row.seq}  ${row.member ?? "(no process)"}  ${row.kind}  ${row.session}  ${row.fate}${row.waiting ? " (waiting)" : ""}  ${row.detail}\n`;
+}
+
+function sessionTable(rows: readonly SessionRow[]): string {
+  const header = ["session", "surface", "lineage", "state", "delivered", "suppressed", "waiting"];
+  const cells = rows.map((row) => [
+    row.session,
+    row.surface,
+    [row.continues === undefined ? "" : `continues ${row.continues}`, row.continuedBy === undefined ? "" : `continued by ${row.continuedBy}`].filter((s) => s !== "").join(", ") || "-",
+    row.open ? "open" : "closed",
+    String(row.delivered),
+    String(row.suppressed),
+    String(row.waiting),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const line = (c: readonly string[]) => c.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd() + "\n";
+  return line(header) + cells.map(line).join("");
+}
