@@ -59,7 +59,7 @@ describe("gateway delivery", () => {
     const events = (await readAll(log));
     const recorded = events.filter((e) => e.type === "notification.dispatched");
     expect(recorded.map((r) => (r as { consumer: string }).consumer)).toEqual(["gateway", "gateway"]);
-    expect(verifyRecorded(events, replay(events).turns)).toEqual({ ok: true, turns: 2 });
+    expect(verifyRecorded(events, replay(events).turns)).toEqual({ ok: true, verdict: "match", turns: 2 });
     await log.close();
   });
 

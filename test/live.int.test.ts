@@ -31,7 +31,7 @@ describe("the live projection on a SQLite log (R23)", () => {
     const events = (await readAll(log));
     const records = events.filter((e) => e.type === "notification.dispatched");
     expect(records).toHaveLength(4);
-    expect(verifyRecorded(events, replay(events).turns)).toEqual({ ok: true, turns: 4 });
+    expect(verifyRecorded(events, replay(events).turns)).toEqual({ ok: true, verdict: "match", turns: 4 });
     await log.close();
   });
 
@@ -140,7 +140,7 @@ describe("a gateway window flushed on the wall clock", () => {
     expect(raced).toBe(true);
     const events = await readAll(log);
     expect(turns).toEqual([["p1", "p2"]]);
-    expect(verifyRecorded(events, replay(events).turns)).toEqual({ ok: true, turns: 1 });
+    expect(verifyRecorded(events, replay(events).turns)).toEqual({ ok: true, verdict: "match", turns: 1 });
     await log.close();
   });
 });

@@ -144,7 +144,7 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
     expect(kills).toBe(12);
     const all = await readAll(producer);
     expect(await records()).toHaveLength(expected);
-    expect(verifyRecorded(all, replay(all).turns)).toEqual({ ok: true, turns: expected });
+    expect(verifyRecorded(all, replay(all).turns)).toEqual({ ok: true, verdict: "match", turns: expected });
     await producer.close();
     const verify = cli(["replay", target, "--verify"]);
     expect(verify.stderr).toBe("");

@@ -96,15 +96,14 @@ describe("streaming replay", () => {
     expect(explained.status).toBe(0);
     expect(JSON.parse(explained.stdout)).toMatchObject({ id, items: [{ itemSeq: expect.any(Number) }] });
 
-    // --verify of a log that holds no record at all: the first turn is the difference, told
-    // at once rather than after holding every derived turn until the end.
+    // --verify of a log that holds no record at all: said at the first derived turn, rather
+    // than after holding every derived turn until the end.
     const verified = spawnSync(process.execPath, [`--max-old-space-size=${heapLimitMb}`, cliEntry, "replay", path, "--verify"], {
       encoding: "utf8",
       env: { ...process.env, NO_COLOR: "1" },
     });
-    expect(verified.status).toBe(1);
-    expect(verified.stderr).toContain("differ from the re-derived turns at turn #1, field (turn)");
-    expect(verified.stderr).toContain('recorded: "(no record)"');
+    expect(verified.status).toBe(3);
+    expect(verified.stderr).toContain("this log holds no dispatch records");
 
     // export and import stream too: the log round-trips through a JSONL file under the same limit.
     const exportedPath = join(dir, "long.export.jsonl");
@@ -213,16 +212,16 @@ describe("streaming library entry points", () => {
     expect(verifier.difference).toBeUndefined();
     verifier.record(stored[2]!);
     verifier.derived(turns[2]!);
-    expect(verifier.finish()).toEqual({ ok: false, difference: { index: 2, field: "text", recorded: "x", derived: "c", recordSeq: 10 } });
+    expect(verifier.finish()).toEqual({ ok: false, verdict: "differ", difference: { index: 2, field: "text", recorded: "x", derived: "c", recordSeq: 10 } });
     expect(verifyRecorded(stored.slice(0, 2), turns)).toMatchObject({ ok: false, difference: { index: 2, field: "(turn)", recorded: "(no record)" } });
-    expect(verifyRecorded(stored.slice(0, 2), turns.slice(0, 2))).toEqual({ ok: true, turns: 2 });
+    expect(verifyRecorded(stored.slice(0, 2), turns.slice(0, 2))).toEqual({ ok: true, verdict: "match", turns: 2 });
 
     // Told that the history holds no record, it names the first turn at once and keeps none.
     const unrecorded = new Verifier({ recorded: false });
     unrecorded.derived(turns[0]!);
     expect(unrecorded.difference).toEqual({ index: 0, field: "(turn)", recorded: "(no record)", derived: turns[0], recordSeq: undefined });
     unrecorded.derived(turns[1]!);
-    expect(unrecorded.finish()).toMatchObject({ ok: false, difference: { index: 0, derived: turns[0] } });
-    expect(new Verifier({ recorded: false }).finish()).toEqual({ ok: true, turns: 0 });
+    expect(unrecorded.finish()).toEqual({ ok: false, verdict: "no-records" });
+    expect(new Verifier({ recorded: false }).finish()).toEqual({ ok: true, verdict: "match", turns: 0 });
   });
 });

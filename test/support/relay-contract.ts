@@ -71,7 +71,7 @@ export function describeRelayContract(adapter: Adapter): void {
         expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
       }
       // A second relay run finds everything delivered and sends nothing.
-      expect(await relay(log, callbackSink(() => { throw new Error("nothing should be sent"); }), { untilIdle: true })).toEqual({ delivered: 0 });
+      expect(await relay(log, callbackSink(() => { throw new Error("nothing should be sent"); }), { untilIdle: true })).toEqual({ delivered: 0, gaveUp: false, undelivered: [] });
       await log.close();
     });
 
@@ -87,7 +87,7 @@ export function describeRelayContract(adapter: Adapter): void {
           throw new Error("not now");
         }
       });
-      expect(await relay(log, sink, { untilIdle: true, pollMs: 1, initialBackoffMs: 1 })).toEqual({ delivered: 3 });
+      expect(await relay(log, sink, { untilIdle: true, pollMs: 1, initialBackoffMs: 1 })).toEqual({ delivered: 3, gaveUp: false, undelivered: [] });
       expect(keys).toEqual([`${log.logId}:1`, `${log.logId}:2`, `${log.logId}:2`, `${log.logId}:3`]);
       expect([...(await log.deliveredTo(sink.name))].sort()).toEqual([1, 2, 3]);
       await log.close();
