@@ -12,7 +12,7 @@ import { openLog } from "../src/open.js";
 import { startReceiver } from "../src/sinks/receiver.js";
 import { cli, cliEntry, cliLive } from "./support/cli.js";
 import { headerRecorder } from "./support/header-recorder.js";
-import { call, openStream, producerToken, serve, type Served } from "./support/serve.js";
+import { call, openStream, producerToken, serve, stalledBody, type Served } from "./support/serve.js";
 import { tempDir } from "./support/tmp.js";
 
 const dir = tempDir("turnfold-serve-");
@@ -202,16 +202,7 @@ describe("turnfold serve: bad bodies get a clear 4xx and append nothing", () => 
 
   it("a client that stops sending in the middle of its body is cut off with 408", async () => {
     const before = await lastSeq();
-    const { port, hostname } = new URL(server.url);
-    const answer = await new Promise<string>((resolve) => {
-      const socket = connect(Number(port), hostname, () => {
-        socket.write(`POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${producerToken}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n[{"type":`);
-      });
-      let text = "";
-      socket.on("data", (d) => (text += d.toString()));
-      socket.on("close", () => resolve(text));
-      setTimeout(() => socket.destroy(), 10_000);
-    });
+    const answer = await stalledBody(server.url, producerToken);
     expect(answer).toMatch(/^HTTP\/1.1 408/);
     expect(await lastSeq()).toBe(before);
   });

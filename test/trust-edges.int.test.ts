@@ -16,7 +16,7 @@ import { openLog } from "../src/open.js";
 import { replay } from "../src/projections/replay.js";
 import { cli, cliAsync } from "./support/cli.js";
 import { postgresSkipReason, testDatabase } from "./support/postgres.js";
-import { call, openStream, producerToken, serve, type Served } from "./support/serve.js";
+import { call, openStream, producerToken, serve, servedForSuite, stalledBody, type Served } from "./support/serve.js";
 import { tempDir } from "./support/tmp.js";
 
 const dir = tempDir("turnfold-edges-");
@@ -253,115 +253,91 @@ describe("turn text is bounded", () => {
 });
 
 describe("serve: the HTTP edge's small contracts", () => {
-  let server: Served;
-  beforeAll(async () => {
-    server = await serve(fresh());
-  }, 30_000);
-  afterAll(async () => {
-    server.proc.kill("SIGTERM");
-    await server.exited;
-  });
+  const served = servedForSuite(() => fresh());
 
   it("takes the Bearer scheme in any case", async () => {
     for (const scheme of ["bearer", "BEARER", "Bearer"]) {
-      const answer = await call(server.url, "POST", "/v1/sessions", undefined, { session: `case-${scheme}`, surface: "tui" }, { authorization: `${scheme} ${producerToken}` });
+      const answer = await call(served.current().url, "POST", "/v1/sessions", undefined, { session: `case-${scheme}`, surface: "tui" }, { authorization: `${scheme} ${producerToken}` });
       expect(answer.status, scheme).toBe(201);
     }
   });
 
   it("text/plain gets 415 like every other media type it does not take", async () => {
-    const plain = await call(server.url, "POST", "/v1/events", producerToken, "[]", { "content-type": "text/plain" });
+    const plain = await call(served.current().url, "POST", "/v1/events", producerToken, "[]", { "content-type": "text/plain" });
     expect(plain.status).toBe(415);
     expect(plain.body.error).toContain("application/json");
   });
 
   it("NDJSON problems count events from 0, as a JSON array's do, and give the line too", async () => {
-    await openSession(server.url, "nd");
+    await openSession(served.current().url, "nd");
     const body = ["", JSON.stringify(exited("n1", "nd", "ok")), "{oops"].join("\n");
-    const bad = await call(server.url, "POST", "/v1/events", producerToken, body, { "content-type": "application/x-ndjson" });
+    const bad = await call(served.current().url, "POST", "/v1/events", producerToken, body, { "content-type": "application/x-ndjson" });
     expect(bad.status).toBe(400);
     expect(bad.body["problems"]).toEqual([expect.objectContaining({ index: 1, line: 3 })]);
     const invalid = [JSON.stringify(exited("n2", "nd", "ok")), JSON.stringify({ type: "drain", at: 1 })].join("\n");
-    const named = await call(server.url, "POST", "/v1/events", producerToken, invalid, { "content-type": "application/x-ndjson" });
+    const named = await call(served.current().url, "POST", "/v1/events", producerToken, invalid, { "content-type": "application/x-ndjson" });
     const indexes = (named.body["problems"] as { index: number }[]).map((p) => p.index);
     expect(indexes.length).toBeGreaterThan(0);
     expect(new Set(indexes)).toEqual(new Set([1]));
   });
 
   it("a stalled body gets 408 in the API's own {error} shape", async () => {
-    const { connect } = await import("node:net");
-    const { port, hostname } = new URL(server.url);
-    const answer = await new Promise<string>((resolve) => {
-      const socket = connect(Number(port), hostname, () => {
-        socket.write(`POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${producerToken}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n[{"type":`);
-      });
-      let text = "";
-      socket.on("data", (d) => (text += d.toString()));
-      socket.on("close", () => resolve(text));
-      setTimeout(() => socket.destroy(), 15_000);
-    });
+    const answer = await stalledBody(served.current().url, producerToken);
     expect(answer).toMatch(/^HTTP\/1.1 408/);
     const body = JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)) as Record<string, unknown>;
     expect(Object.keys(body)).toEqual(["error"]);
   }, 20_000);
 
   it("a TUI poller's drain of a CLI session is kept, with a warning", async () => {
-    const opened = await call(server.url, "POST", "/v1/sessions", producerToken, { session: "term", surface: "cli" });
+    const opened = await call(served.current().url, "POST", "/v1/sessions", producerToken, { session: "term", surface: "cli" });
     const token = String(opened.body["token"]);
-    const drained = await call(server.url, "POST", "/v1/sessions/term/drain", token, { consumer: "tui-poller" });
+    const drained = await call(served.current().url, "POST", "/v1/sessions/term/drain", token, { consumer: "tui-poller" });
     expect(drained.status).toBe(200);
     expect(drained.body["warning"]).toBe("a tui-poller drain of a cli session, which is drained by cli-idle or cli-post-turn");
-    const right = await call(server.url, "POST", "/v1/sessions/term/drain", token, { consumer: "cli-idle" });
+    const right = await call(served.current().url, "POST", "/v1/sessions/term/drain", token, { consumer: "cli-idle" });
     expect(right.body["warning"]).toBeUndefined();
   });
 });
 
 describe("serve: a token ends with its session", () => {
-  let server: Served;
-  beforeAll(async () => {
-    server = await serve(fresh());
-  }, 30_000);
-  afterAll(async () => {
-    server.proc.kill("SIGTERM");
-    await server.exited;
-  });
+  const served = servedForSuite(() => fresh());
 
   it("a closed session's token may read its turns and explain, and act no more", async () => {
-    const token = await openSession(server.url, "closing");
-    await call(server.url, "POST", "/v1/events", producerToken, [exited("p-c", "closing", "done")]);
-    expect((await call(server.url, "POST", "/v1/sessions/closing/drain", token, { consumer: "tui-poller" })).status).toBe(200);
-    expect((await call(server.url, "POST", "/v1/sessions/closing/close", token, { reason: "idle" })).status).toBe(200);
-    const drained = await call(server.url, "POST", "/v1/sessions/closing/drain", token, { consumer: "tui-poller" });
+    const token = await openSession(served.current().url, "closing");
+    await call(served.current().url, "POST", "/v1/events", producerToken, [exited("p-c", "closing", "done")]);
+    expect((await call(served.current().url, "POST", "/v1/sessions/closing/drain", token, { consumer: "tui-poller" })).status).toBe(200);
+    expect((await call(served.current().url, "POST", "/v1/sessions/closing/close", token, { reason: "idle" })).status).toBe(200);
+    const drained = await call(served.current().url, "POST", "/v1/sessions/closing/drain", token, { consumer: "tui-poller" });
     expect(drained.status).toBe(409);
     expect(drained.body.error).toContain("closed");
     for (const path of ["turn-started", "close", "compress"]) {
       const body = path === "close" ? { reason: "user" } : path === "compress" ? { successor: "closing:2" } : {};
-      expect((await call(server.url, "POST", `/v1/sessions/closing/${path}`, token, body)).status, path).toBe(409);
+      expect((await call(served.current().url, "POST", `/v1/sessions/closing/${path}`, token, body)).status, path).toBe(409);
     }
-    const stream = openStream(server.url, "closing", token);
+    const stream = openStream(served.current().url, "closing", token);
     expect(await stream.status).toBe(200);
     await stream.waitFor(1);
     stream.close();
-    expect((await call(server.url, "GET", "/v1/sessions/closing/explain/p-c", token)).status).toBe(200);
+    expect((await call(served.current().url, "GET", "/v1/sessions/closing/explain/p-c", token)).status).toBe(200);
   });
 
   it("reopening revokes the earlier token, unless the producer asks to keep it", async () => {
-    const first = await openSession(server.url, "again");
-    const second = await openSession(server.url, "again");
-    expect((await call(server.url, "POST", "/v1/sessions/again/drain", first, { consumer: "tui-poller" })).status).toBe(404);
-    expect(await openStream(server.url, "again", first).status).toBe(404);
-    expect((await call(server.url, "POST", "/v1/sessions/again/drain", second, { consumer: "tui-poller" })).status).toBe(200);
-    const third = await openSession(server.url, "again", { keepTokens: true });
-    expect((await call(server.url, "POST", "/v1/sessions/again/drain", second, { consumer: "tui-poller" })).status).toBe(200);
-    expect((await call(server.url, "POST", "/v1/sessions/again/drain", third, { consumer: "tui-poller" })).status).toBe(200);
+    const first = await openSession(served.current().url, "again");
+    const second = await openSession(served.current().url, "again");
+    expect((await call(served.current().url, "POST", "/v1/sessions/again/drain", first, { consumer: "tui-poller" })).status).toBe(404);
+    expect(await openStream(served.current().url, "again", first).status).toBe(404);
+    expect((await call(served.current().url, "POST", "/v1/sessions/again/drain", second, { consumer: "tui-poller" })).status).toBe(200);
+    const third = await openSession(served.current().url, "again", { keepTokens: true });
+    expect((await call(served.current().url, "POST", "/v1/sessions/again/drain", second, { consumer: "tui-poller" })).status).toBe(200);
+    expect((await call(served.current().url, "POST", "/v1/sessions/again/drain", third, { consumer: "tui-poller" })).status).toBe(200);
   });
 
   it("a reopened closed session acts again with its new token only", async () => {
-    const old = await openSession(server.url, "back");
-    await call(server.url, "POST", "/v1/sessions/back/close", old, { reason: "user" });
-    const fresh = await openSession(server.url, "back");
-    expect((await call(server.url, "POST", "/v1/sessions/back/drain", fresh, { consumer: "tui-poller" })).status).toBe(200);
-    expect((await call(server.url, "POST", "/v1/sessions/back/drain", old, { consumer: "tui-poller" })).status).toBe(404);
+    const old = await openSession(served.current().url, "back");
+    await call(served.current().url, "POST", "/v1/sessions/back/close", old, { reason: "user" });
+    const fresh = await openSession(served.current().url, "back");
+    expect((await call(served.current().url, "POST", "/v1/sessions/back/drain", fresh, { consumer: "tui-poller" })).status).toBe(200);
+    expect((await call(served.current().url, "POST", "/v1/sessions/back/drain", old, { consumer: "tui-poller" })).status).toBe(404);
   });
 });
 

@@ -1,6 +1,8 @@
 /** A real `turnfold serve` (or `run`) child for the service tests, and a small SSE reader. */
 import { spawn, type ChildProcess } from "node:child_process";
 import { request } from "node:http";
+import { connect } from "node:net";
+import { afterAll, beforeAll } from "vitest";
 import { cliEntry } from "./cli.js";
 
 export const producerToken = "test-producer-token-0f3c9a1e7b";
@@ -121,4 +123,34 @@ export function openStream(url: string, key: string, token: string, lastEventId?
     },
     close: () => req.destroy(),
   };
+}
+
+/**
+ * A `turnfold serve` for the tests of one `describe`: started before them, stopped with
+ * SIGTERM after them (which must exit 0). Read `current()` inside a test.
+ */
+export function servedForSuite(db: () => string, args: readonly string[] = []): { current: () => Served } {
+  let server: Served | undefined;
+  beforeAll(async () => {
+    server = await serve(db(), args);
+  }, 30_000);
+  afterAll(async () => {
+    server?.proc.kill("SIGTERM");
+    if (server) await server.exited;
+  });
+  return { current: () => server! };
+}
+
+/** Sends the headers of a 1,000-byte body and a few bytes of it, then stalls: resolves to the raw answer. */
+export function stalledBody(url: string, token: string): Promise<string> {
+  const { port, hostname } = new URL(url);
+  return new Promise<string>((resolve) => {
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(`POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n[{"type":`);
+    });
+    let text = "";
+    socket.on("data", (d) => (text += d.toString()));
+    socket.on("close", () => resolve(text));
+    setTimeout(() => socket.destroy(), 15_000);
+  });
 }
