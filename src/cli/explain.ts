@@ -3,7 +3,7 @@ import { Explainer } from "../projections/explain.js";
 import { explanationText } from "../render/explain.js";
 import { openHistory } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
-import { budgetOption, foldOptions, outputTailOption } from "./options.js";
+import { budgetOption, foldOptions, outputTailOption, staleAfterOption } from "./options.js";
 import type { Budget } from "../events/schema.js";
 
 export function explainCommand(program: Command): void {
@@ -15,7 +15,8 @@ export function explainCommand(program: Command): void {
     .option("--json", "the explanation as one JSON object")
     .addOption(budgetOption())
     .addOption(outputTailOption())
-    .action((file: string, id: string, options: { json?: boolean; budget?: Budget; outputTail?: number }) =>
+    .addOption(staleAfterOption())
+    .action((file: string, id: string, options: { json?: boolean; budget?: Budget; outputTail?: number; staleAfter?: number }) =>
       runCommand(async () => {
         const history = await openHistory(file);
         const explainer = new Explainer(id, foldOptions(options));

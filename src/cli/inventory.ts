@@ -4,12 +4,13 @@ import type { Budget } from "../events/schema.js";
 import { Inventory, type ItemRow, type SessionRow } from "../report/inventory.js";
 import { openHistory } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
-import { budgetOption, foldOptions, outputTailOption } from "./options.js";
+import { budgetOption, foldOptions, outputTailOption, staleAfterOption } from "./options.js";
 
 interface InventoryOptions {
   json?: boolean;
   budget?: Budget;
   outputTail?: number;
+  staleAfter?: number;
   session?: string;
 }
 
@@ -23,6 +24,7 @@ export function inventoryCommands(program: Command): void {
     .option("--json", "one JSON object per session")
     .addOption(budgetOption())
     .addOption(outputTailOption())
+    .addOption(staleAfterOption())
     .action((file: string, options: InventoryOptions) =>
       runCommand(async () => {
         const rows = await fold(file, options, () => undefined);
@@ -39,6 +41,7 @@ export function inventoryCommands(program: Command): void {
     .option("--json", "one JSON object per item")
     .addOption(budgetOption())
     .addOption(outputTailOption())
+    .addOption(staleAfterOption())
     .action((file: string, options: InventoryOptions) =>
       runCommand(async () => {
         let out = "";

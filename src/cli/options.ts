@@ -64,7 +64,23 @@ export function outputTailOption(): Option {
   return new Option("--output-tail <chars>", "show at most the last CHARS characters of each member's output in a turn's text (the cut is said); default 2000").argParser(positiveInt);
 }
 
-/** The projection options the folding commands share: `--budget` and `--output-tail`. */
-export function foldOptions(options: { readonly budget?: Budget; readonly outputTail?: number }): { budget?: Budget; outputTail?: number } {
-  return { ...(options.budget ? { budget: options.budget } : {}), ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}) };
+/** `--stale-after MS`: R34's setting for sessions whose `session.opened` sets none. */
+export function staleAfterOption(): Option {
+  return new Option("--stale-after <ms>", "R34 for sessions that set none: a completion that exited more than MS ms (event time) before the drain that takes it goes in one stale turn, without output").argParser(wholeNumber);
+}
+
+/** Commander parser for a whole number ≥ 0. */
+export function wholeNumber(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n)) throw new InvalidArgumentError(`expected a whole number of 0 or more, got "${value}"`);
+  return n;
+}
+
+/** The projection options the folding commands share: `--budget`, `--output-tail` and `--stale-after`. */
+export function foldOptions(options: { readonly budget?: Budget; readonly outputTail?: number; readonly staleAfter?: number }): { budget?: Budget; outputTail?: number; staleAfterMs?: number } {
+  return {
+    ...(options.budget ? { budget: options.budget } : {}),
+    ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}),
+    ...(options.staleAfter !== undefined ? { staleAfterMs: options.staleAfter } : {}),
+  };
 }

@@ -4,12 +4,13 @@ import { Verifier, type Verified } from "../projections/verify.js";
 import { openHistory } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
 import { progress, styler, useColour } from "./style.js";
-import { budgetOption, foldOptions, outputTailOption } from "./options.js";
+import { budgetOption, foldOptions, outputTailOption, staleAfterOption } from "./options.js";
 import type { Budget } from "../events/schema.js";
 
 interface ReplayOptions {
   budget?: Budget;
   outputTail?: number;
+  staleAfter?: number;
   json?: boolean;
   status?: boolean;
   verify?: boolean;
@@ -25,6 +26,7 @@ export function replayCommand(program: Command): void {
     .option("--verify", "compare the recorded notification.dispatched events with the re-derived turns (exit 1 on a difference, 3 when the log holds no record); with --json, the verdict as JSON")
     .addOption(budgetOption())
     .addOption(outputTailOption())
+    .addOption(staleAfterOption())
     .action((file: string, options: ReplayOptions) => runCommand(() => replayFile(file, options)));
 }
 

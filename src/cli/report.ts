@@ -7,13 +7,14 @@ import { ReportBuilder } from "../report/data.js";
 import { ReportPage } from "../report/html.js";
 import { InputError, requireWritable, runCommand } from "./io.js";
 import { openHistory } from "./load-session.js";
-import { budgetOption, foldOptions, outputTailOption } from "./options.js";
+import { budgetOption, foldOptions, outputTailOption, staleAfterOption } from "./options.js";
 import { count, progress } from "./style.js";
 
 interface ReportOptions {
   output: string;
   budget?: Budget;
   outputTail?: number;
+  staleAfter?: number;
 }
 
 export function reportCommand(program: Command): void {
@@ -24,6 +25,7 @@ export function reportCommand(program: Command): void {
     .option("-o, --output <file>", "where to write the HTML", "turnfold-report.html")
     .addOption(budgetOption())
     .addOption(outputTailOption())
+    .addOption(staleAfterOption())
     .action((file: string, options: ReportOptions) =>
       runCommand(async () => {
         const history = await openHistory(file);

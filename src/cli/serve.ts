@@ -6,11 +6,12 @@ import { startPipeline, type PipelineEvent } from "../service/pipeline.js";
 import { createService } from "../service/server.js";
 import { shownSinkUrl } from "../sinks/http.js";
 import { InputError, listenError, runCommand, stopSignal, stopped } from "./io.js";
-import { checkSinkUrl, dbOption, foldOptions, outputTailOption, portNumber, positiveInt } from "./options.js";
+import { checkSinkUrl, dbOption, foldOptions, outputTailOption, staleAfterOption, portNumber, positiveInt } from "./options.js";
 
 interface RunOptions {
   db: string;
   outputTail?: number;
+  staleAfter?: number;
   url?: string;
   json?: boolean;
 }
@@ -47,6 +48,7 @@ export function runCommands(program: Command): void {
     .option("--url <url>", "deliver each recorded turn to this HTTP sink")
     .option("--json", "log lines as JSON objects")
     .addOption(outputTailOption())
+    .addOption(staleAfterOption())
     .action((options: RunOptions, command: Command) => {
       checkSinkUrl(command, options.url);
       return runCommand(async () => {
@@ -76,6 +78,7 @@ export function runCommands(program: Command): void {
     .option("--allow-unaddressed", "accept items that name no owner session (any session may take them): for a server with one session only")
     .option("--json", "log lines as JSON objects")
     .addOption(outputTailOption())
+    .addOption(staleAfterOption())
     .action((options: ServeOptions, command: Command) => {
       checkSinkUrl(command, options.url);
       return runCommand(async () => {

@@ -26,8 +26,8 @@ export const consumers = ["cli-idle", "cli-post-turn", "tui-poller", "tui-post-t
 export const DrainConsumer = z.enum(consumers);
 export type DrainConsumer = z.infer<typeof DrainConsumer>;
 
-/** Every kind of turn: a completion batch, a watch hit, a heartbeat, a delegation result or notice, a diagnostic. */
-export const turnKinds = ["completions", "watch", "heartbeat", "delegation", "diagnostic"] as const;
+/** Every kind of turn: a completion batch, a watch hit, a heartbeat, a delegation result or notice, a diagnostic, and completions that finished long ago (R34). */
+export const turnKinds = ["completions", "watch", "heartbeat", "delegation", "diagnostic", "stale"] as const;
 /** The kind of a turn (see `turnKinds`). */
 export const TurnKind = z.enum(turnKinds);
 export type TurnKind = z.infer<typeof TurnKind>;
@@ -69,6 +69,8 @@ export const SessionOpened = event("session.opened", {
   tokenHash: tokenHash.optional(),
   /** With `tokenHash`: the tokens issued earlier for this key stay valid (by default a new token revokes them). */
   keepTokens: z.boolean().optional(),
+  /** R34: a completion that exited more than this many ms before the drain that takes it is stale. */
+  staleAfterMs: count.optional(),
 });
 export const SessionCompressed = event("session.compressed", {
   session: id,
@@ -93,6 +95,15 @@ export const ProcessStarted = event("process.started", {
   watch: z.array(z.string().min(1, "a watch pattern must not be empty")).optional(),
   ownerTask: z.string().optional(),
   handoffNote: z.string().optional(),
+  /** R33: the process this run takes over (a restarted job); its later items are dropped. */
+  replaces: id.optional(),
+});
+/** R35: `from` gives a process to `to` (a subagent handing its running work to its parent). */
+export const ProcessHandedOff = event("process.handed-off", {
+  process: id,
+  from: id,
+  to: id,
+  note: z.string().optional(),
 });
 export const ProcessOutput = event("process.output", { process: id, chunk: z.string() });
 export const exitReasons = ["exited", "killed", "lost", "failedStart"] as const;
@@ -215,6 +226,7 @@ export const TurnfoldEvent = z.discriminatedUnion("type", [
   Drain,
   InputTaken,
   ProcessStarted,
+  ProcessHandedOff,
   ProcessOutput,
   ProcessExited,
   ProcessConsumed,

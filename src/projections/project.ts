@@ -84,6 +84,12 @@ export interface ProjectionOptions {
    * raw output cannot blow up a conversation. The log keeps what was sent.
    */
   readonly outputTail?: number;
+  /**
+   * R34's setting for sessions whose `session.opened` sets none: a completion that exited
+   * more than this many ms before the drain that takes it goes in a `stale` turn. Off when
+   * left out.
+   */
+  readonly staleAfterMs?: number;
 }
 
 /** The projection: push events in log order, get the turns and status lines they decide. */
@@ -101,7 +107,7 @@ export class Projection {
 
   constructor(options: ProjectionOptions = {}) {
     checkLimits(options);
-    this.#state = createState(options.parking, { ...defaultGateway, ...options.gateway }, options.budget);
+    this.#state = createState(options.parking, { ...defaultGateway, ...options.gateway }, options.budget, options.staleAfterMs);
     this.#renderer = createRenderer(options.templates);
     this.#tail = options.outputTail ?? defaultOutputTail;
     const dispatch = (d: Dispatch) => this.#render(d);
@@ -212,6 +218,7 @@ const Limits = z.object({
   parking: z.object({ ttlMs: count, total: count, perOwner: count }).optional(),
   gateway: z.object({ windowMs: count, maxDetails: positive, detailChars: positive }).partial().optional(),
   outputTail: positive.optional(),
+  staleAfterMs: count.optional(),
 });
 
 /** Refuses options whose limits are not whole numbers in range, naming the field. */

@@ -16,6 +16,8 @@ export interface Dispatch {
   readonly items: readonly Item[];
   /** TUI consumers show one status line per item (R17). */
   readonly statusLines: boolean;
+  /** A `stale` turn (R34): the event time of the drain that judged it, which its text counts ages from. */
+  readonly staleAt?: number;
 }
 
 export type Fate =
@@ -37,7 +39,17 @@ export type Fate =
   | { readonly what: "duplicate"; readonly delegation: string }
   | { readonly what: "settled-elsewhere"; readonly delegation: string; readonly how: string }
   | { readonly what: "no-owner-record"; readonly delegation: string }
-  | { readonly what: "dispatched"; readonly session: string; readonly consumer: string; readonly members: readonly string[] };
+  | { readonly what: "dispatched"; readonly session: string; readonly consumer: string; readonly members: readonly string[] }
+  /** R33: a later run (`by`, started at seq `at`) took this process over. */
+  | { readonly what: "superseded"; readonly by: string; readonly at: number }
+  /** R33: a start that named this process in `replaces` and was ignored (fail closed). */
+  | { readonly what: "replace-ignored"; readonly by: string; readonly why: string }
+  /** R34: judged stale by a drain of `session`: it finished `ageMs` before the drain (more than `staleAfterMs`). */
+  | { readonly what: "stale"; readonly session: string; readonly ageMs: number; readonly staleAfterMs: number }
+  /** R35: the process was handed from `from` to `to`; its item moves with it. */
+  | { readonly what: "handed-off"; readonly from: string; readonly to: string }
+  /** R35: a handoff ignored because `from` was not a live session owning the process (fail closed). */
+  | { readonly what: "handoff-refused"; readonly from: string; readonly to: string; readonly owner: string | null; readonly why: string };
 
 export interface Note {
   /** Seq of the event that caused this fate. */

@@ -28,6 +28,11 @@ export function isCliConsumer(consumer: string): boolean {
 
 /** Why an item can no longer be sent, or undefined while it still can. */
 function moot(state: State, item: Item, proc = item.kind === "completion" ? state.processes.get(item.member!) : undefined): Fate | undefined {
+  if (state.superseded.size > 0 && item.member !== null && item.kind !== "delegation") {
+    // R33: an item made before a later run took its process over.
+    const replaced = state.superseded.get(item.member);
+    if (replaced !== undefined && item.seq < replaced.at) return { what: "superseded", by: replaced.by, at: replaced.at };
+  }
   if (item.kind === "completion") {
     const consumed = proc?.consumed;
     if (consumed) return { what: "consumed", act: consumed.act, at: consumed.seq };
@@ -56,11 +61,16 @@ export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions)
   }
   if (session.queue.length === 0 && state.unaddressed.length === 0) return;
   const snapshot = takeSnapshot(state, session, e, out);
+  // R34: what finished long ago leaves the usual grouping and goes last, as one turn.
+  const stale = session.staleAfterMs === undefined ? undefined : takeStale(state, session, snapshot, e, session.staleAfterMs, out);
   const batches = group(snapshot);
+  if (stale !== undefined) batches.push(stale);
   for (let b = 0; b < batches.length; b++) {
     const batch = batches[b]!;
+    const kind: TurnKind = batch === stale ? "stale" : turnKindOf(batch[0]!.kind);
+    const staleAt = batch === stale ? e.at : undefined;
     if (isCliConsumer(e.consumer)) {
-      admit(session, { consumer: e.consumer, kind: turnKindOf(batch[0]!.kind), items: batch });
+      admit(session, staleAt === undefined ? { consumer: e.consumer, kind, items: batch } : { consumer: e.consumer, kind, items: batch, staleAt });
       if (out.note) noteAll(batch, e.seq, { what: "admitted", session: session.key, consumer: e.consumer }, out);
     } else {
       // R30: each turn takes a token; a CLI turn takes its own at input.taken.
@@ -68,10 +78,34 @@ export function drain(state: State, e: Stored<EventOf<"drain">>, out: Decisions)
         holdOverBudget(state, session, batches.slice(b), e, out);
         return;
       }
-      send(state, session, e.seq, e.consumer, turnKindOf(batch[0]!.kind), batch, true, out);
+      send(state, session, e.seq, e.consumer, kind, batch, true, out, staleAt);
     }
   }
   session.overBudget = 0;
+}
+
+/**
+ * R34: takes out of the snapshot every item that finished more than `staleAfterMs` before
+ * the drain (its own `at`; exactly `staleAfterMs` is still fresh). Stale completions are
+ * returned, in log order, for one `stale` turn; stale watch hits and heartbeats make no
+ * turn at all. Delegation results and diagnostics are never stale. Undefined when none is.
+ */
+function takeStale(state: State, session: Session, snapshot: Item[], e: Stored<EventOf<"drain">>, staleAfterMs: number, out: Decisions): Item[] | undefined {
+  let stale: Item[] | undefined;
+  let kept = 0;
+  for (const item of snapshot) {
+    const ageMs = e.at - item.event.at;
+    const kind = item.kind;
+    if (ageMs <= staleAfterMs || (kind !== "completion" && kind !== "watch" && kind !== "heartbeat")) {
+      snapshot[kept++] = item;
+      continue;
+    }
+    out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate: { what: "stale", session: session.key, ageMs, staleAfterMs } });
+    if (kind === "completion") (stale ??= []).push(item);
+    else release(state, item);
+  }
+  snapshot.length = kept;
+  return stale;
 }
 
 /** Adds a batch to a CLI inbox. An empty inbox becomes a one-entry array (a push would reserve room for 17). */
@@ -197,6 +231,7 @@ export function inputTaken(state: State, e: Stored<EventOf<"input.taken">>, out:
   // R9: an entry with no live member sends nothing, but it was still taken (and, R30,
   // costs no token).
   if (live.length === 0) return;
+  const staleAt = entry.staleAt;
   if (!takeToken(session, state.now)) {
     // R30: no token, no turn: the entry stays first in the inbox for a later input.
     session.inbox.unshift({ ...entry, items: live });
@@ -204,7 +239,7 @@ export function inputTaken(state: State, e: Stored<EventOf<"input.taken">>, out:
     return;
   }
   session.overBudget = 0;
-  send(state, session, e.seq, entry.consumer, entry.kind, live, false, out);
+  send(state, session, e.seq, entry.consumer, entry.kind, live, false, out, staleAt);
 }
 
 function send(
@@ -216,8 +251,9 @@ function send(
   items: Item[],
   statusLines: boolean,
   out: Decisions,
+  staleAt?: number,
 ): void {
-  out.dispatch({ seq, session: session.key, consumer, kind, items, statusLines });
+  out.dispatch(staleAt === undefined ? { seq, session: session.key, consumer, kind, items, statusLines } : { seq, session: session.key, consumer, kind, items, statusLines, staleAt });
   if (out.note) {
     const members = items.map((i) => i.member).filter((m): m is string => m !== null);
     noteAll(items, seq, { what: "dispatched", session: session.key, consumer, members }, out);

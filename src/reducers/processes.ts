@@ -4,9 +4,9 @@
  */
 import type { EventOf, Stored } from "../events/schema.js";
 import type { Decisions } from "./decisions.js";
-import { forgetProcess, isReleased, makeItem, releasedOwner } from "./items.js";
-import { place } from "./ownership.js";
-import type { ItemContext, ItemKind, Proc, State } from "./state.js";
+import { forgetProcess, isReleased, makeItem, release, releasedOwner } from "./items.js";
+import { isLive, lineageTip, place } from "./ownership.js";
+import type { Item, ItemContext, ItemKind, Proc, State } from "./state.js";
 
 /** A process no start was recorded for (an exit or a consumption came first): no context. */
 function newProc(): Proc {
@@ -21,6 +21,7 @@ function newProc(): Proc {
     exited: false,
     consumed: undefined,
     polledAfterExit: undefined,
+    handedOff: false,
   };
 }
 
@@ -43,21 +44,165 @@ function startedProc(e: Stored<EventOf<"process.started">>, known: Proc | undefi
     exited: known?.exited ?? false,
     consumed: known?.consumed,
     polledAfterExit: known?.polledAfterExit,
+    handedOff: false,
   };
 }
 
-export function processStarted(state: State, e: Stored<EventOf<"process.started">>): void {
-  state.processes.set(e.process, startedProc(e, state.processes.get(e.process)));
+export function processStarted(state: State, e: Stored<EventOf<"process.started">>, out: Decisions): void {
+  // A new run of an id that was taken over is a run of its own (R33).
+  if (state.superseded.size > 0) state.superseded.delete(e.process);
+  const restart = e.replaces !== undefined && supersede(state, e, e.replaces, out);
+  // A run that takes over its own id starts afresh: nothing of the run before carries over.
+  const known = restart && e.replaces === e.process ? undefined : state.processes.get(e.process);
+  state.processes.set(e.process, startedProc(e, known));
+}
+
+/** The current owner of a process the fold knows (its record, or the owner remembered after it settled); null when unknown. */
+function ownerOf(state: State, process: string): string | undefined | null {
+  const proc = state.processes.get(process);
+  if (proc !== undefined) return proc.owner;
+  return isReleased(state, process) ? releasedOwner(state, process) : null;
+}
+
+/**
+ * R33: `e` takes over `old` when the fold knows `old` and its owner, followed through
+ * compression, reaches `e`'s owner (or both are unaddressed). Then every item of `old`
+ * still waiting (queued, parked, in a gateway window) is dropped, and `old` makes no item
+ * from here on. Anything else is ignored: no session can silence another's process.
+ */
+function supersede(state: State, e: Stored<EventOf<"process.started">>, old: string, out: Decisions): boolean {
+  const owner = ownerOf(state, old);
+  const why =
+    owner === null
+      ? "the replaced process is not known"
+      : owner === undefined || e.owner === undefined
+        ? owner === e.owner
+          ? undefined
+          : "one of the two runs has no owner"
+        : reaches(state, owner, e.owner)
+          ? undefined
+          : `its owner ${owner} does not lead to ${e.owner}`;
+  if (why !== undefined) {
+    out.note?.({ seq: e.seq, member: old, itemSeq: undefined, fate: { what: "replace-ignored", by: e.process, why } });
+    return false;
+  }
+  state.superseded.set(old, { by: e.process, at: e.seq });
+  const fate = { what: "superseded", by: e.process, at: e.seq } as const;
+  takeItemsOf(state, old, owner ?? undefined, true, (item) => {
+    out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate });
+    release(state, item);
+  });
+  if (old !== e.process && state.processes.has(old)) forgetProcess(state, old, owner ?? undefined);
+  return true;
+}
+
+/** Whether following `from` (an extra key, then compression successors) reaches the session `to` names (R11, R14). */
+function reaches(state: State, from: string, to: string): boolean {
+  const target = state.aliases.get(to) ?? to;
+  let key: string | undefined = state.aliases.get(from) ?? from;
+  for (let hops = 0; key !== undefined && hops < 10_000; hops++) {
+    if (key === target) return true;
+    key = state.sessions.get(key)?.successor;
+  }
+  return false;
+}
+
+/**
+ * Takes every item of `process` that is still waiting and not yet admitted (in its owner's
+ * queue, the unaddressed queue, the parking lot, and with `windows` a gateway window) out
+ * of where it waits, in log order, and hands each to `take`.
+ */
+function takeItemsOf(state: State, process: string, owner: string | undefined, windows: boolean, take: (item: Item) => void): void {
+  const mine = (item: Item) => item.member === process && item.kind !== "delegation";
+  const taken: Item[] = [];
+  const sift = (queue: Item[]) => {
+    let kept = 0;
+    for (const item of queue) {
+      if (mine(item)) taken.push(item);
+      else queue[kept++] = item;
+    }
+    queue.length = kept;
+  };
+  const tip = owner === undefined ? undefined : lineageTip(state, owner);
+  if (tip !== undefined) sift(tip.queue);
+  sift(state.unaddressed);
+  if (state.parked.some(mine)) {
+    for (const item of state.parked.filter(mine)) {
+      state.parked.splice(state.parked.indexOf(item), 1);
+      delete item.parkedAt;
+      taken.push(item);
+    }
+  }
+  if (windows) {
+    for (const [key, window] of state.gatewayWindows) {
+      sift(window.items);
+      if (window.items.length === 0) state.gatewayWindows.delete(key);
+    }
+  }
+  for (const item of taken.sort((a, b) => a.seq - b.seq)) take(item);
+}
+
+/**
+ * R35: `from` gives the process to `to`. Only a live session that owns the process may;
+ * anything else is ignored (fail closed). From then on `to` owns it, whatever a later exit
+ * says, and its items that wait unadmitted move to `to`, parking if `to` is not live.
+ */
+export function processHandedOff(state: State, e: Stored<EventOf<"process.handed-off">>, out: Decisions): void {
+  const owner = ownerOf(state, e.process);
+  const from = state.sessions.get(state.aliases.get(e.from) ?? e.from);
+  const why =
+    from === undefined || !isLive(from)
+      ? `${e.from} is not a live session`
+      : owner === null
+        ? "the process is not known"
+        : owner === undefined || lineageTip(state, owner) !== from
+          ? `${e.from} does not own the process`
+          : undefined;
+  if (why !== undefined) {
+    out.note?.({ seq: e.seq, member: e.process, itemSeq: undefined, fate: { what: "handoff-refused", from: e.from, to: e.to, owner: owner ?? null, why } });
+    return;
+  }
+  const proc = state.processes.get(e.process);
+  if (proc !== undefined) {
+    proc.owner = e.to;
+    proc.handedOff = true;
+  } else if (state.releasedOwners.has(e.process)) {
+    state.releasedOwners.set(e.process, e.to);
+  } else {
+    state.releasedEarlier.set(e.process, e.to);
+  }
+  const fate = { what: "handed-off", from: e.from, to: e.to } as const;
+  out.note?.({ seq: e.seq, member: e.process, itemSeq: undefined, fate });
+  // What waits unadmitted moves, in log order; a gateway window's entries count as admitted.
+  const moving: Item[] = [];
+  takeItemsOf(state, e.process, owner ?? undefined, false, (item) => moving.push(item));
+  for (const item of moving) {
+    out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate });
+    place(state, { ...item, owner: e.to }, e.seq, out);
+  }
+}
+
+/** R33: whether an event of `process` comes from a run that was taken over (it then makes no item). */
+function supersededRun(state: State, process: string): { readonly by: string; readonly at: number } | undefined {
+  if (state.superseded.size === 0) return undefined;
+  const entry = state.superseded.get(process);
+  return entry !== undefined && entry.by !== process ? entry : undefined;
 }
 
 export function processExited(state: State, e: Stored<EventOf<"process.exited">>, out: Decisions): void {
+  const replaced = supersededRun(state, e.process);
+  if (replaced !== undefined) {
+    out.note?.({ seq: e.seq, member: e.process, itemSeq: e.seq, fate: { what: "superseded", by: replaced.by, at: replaced.at } });
+    return;
+  }
   const known = state.processes.get(e.process);
   // R20 promises one exit per process; a second one (or one for a process already
   // settled and forgotten) is not a new completion when its record still exists.
   if (known?.exited) return;
   const proc = known ?? newProc();
   proc.exited = true;
-  const owner = e.owner ?? proc.owner;
+  // R35: a process handed over belongs to its new owner, whatever the exit says.
+  const owner = proc.handedOff ? proc.owner : (e.owner ?? proc.owner);
   if (!proc.notify && !proc.watchDisabled) {
     forgetProcess(state, e.process, owner);
     return;
@@ -103,6 +248,11 @@ type ProcessItemEvent = EventOf<"watch.matched"> | EventOf<"heartbeat"> | EventO
 
 /** Watch hits, heartbeats and watch-disabled notices: each its own item, addressed like the process. */
 export function processNotice(state: State, e: Stored<ProcessItemEvent>, out: Decisions): void {
+  const replaced = supersededRun(state, e.process);
+  if (replaced !== undefined) {
+    out.note?.({ seq: e.seq, member: e.process, itemSeq: e.seq, fate: { what: "superseded", by: replaced.by, at: replaced.at } });
+    return;
+  }
   const proc = state.processes.get(e.process);
   if (e.type === "watch.disabled" && proc) proc.watchDisabled = true;
   const kind: ItemKind = e.type === "watch.matched" ? "watch" : e.type === "heartbeat" ? "heartbeat" : "diagnostic";

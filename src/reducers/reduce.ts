@@ -11,7 +11,7 @@ import { delegationDispatched, delegationResult, delegationSettled } from "./del
 import { drain, inputTaken } from "./drain.js";
 import { flushGateway } from "./gateway.js";
 import { expireParked } from "./ownership.js";
-import { processConsumed, processExited, processNotice, processPolled, processStarted, watchOverflow } from "./processes.js";
+import { processConsumed, processExited, processHandedOff, processNotice, processPolled, processStarted, watchOverflow } from "./processes.js";
 import { sessionClosed, sessionCompressed, sessionOpened, turnBoundary } from "./sessions.js";
 import type { Item, State } from "./state.js";
 
@@ -31,7 +31,9 @@ export function step(state: State, event: Stored, out: Decisions): void {
     case "input.taken":
       return inputTaken(state, event, out);
     case "process.started":
-      return processStarted(state, event);
+      return processStarted(state, event, out);
+    case "process.handed-off":
+      return processHandedOff(state, event, out);
     case "process.exited":
       return processExited(state, event, out);
     case "process.consumed":

@@ -21,6 +21,8 @@ function newSession(key: string, from?: Session): Session {
     tokens: from?.tokens ?? 0,
     refilledAt: from?.refilledAt ?? 0,
     overBudget: 0,
+    // R34: a successor keeps its predecessor's setting until it is opened with its own.
+    staleAfterMs: from?.staleAfterMs,
   };
 }
 
@@ -30,6 +32,7 @@ export function sessionOpened(state: State, e: Stored<EventOf<"session.opened">>
   session.route = e.route;
   session.open = true;
   session.closed = undefined;
+  session.staleAfterMs = e.staleAfterMs ?? state.defaultStaleAfterMs;
   const budget = e.budget ?? state.defaultBudget;
   if (budget?.capacity !== session.budget?.capacity || budget?.refillMs !== session.budget?.refillMs) {
     // R30: a new budget starts full; a session resumed with the same budget keeps its bucket.

@@ -53,6 +53,8 @@ export interface InboxEntry {
   readonly consumer: DrainConsumer;
   readonly kind: TurnKind;
   readonly items: Item[];
+  /** A `stale` entry (R34): the event time of the drain that judged it, which its text counts ages from. */
+  readonly staleAt?: number;
 }
 
 export interface Session {
@@ -76,6 +78,8 @@ export interface Session {
   refilledAt: number;
   /** Items the last drain left queued for want of a token (0 once a drain took everything). */
   overBudget: number;
+  /** R34: completions that exited more than this long (ms) before a drain are stale; undefined: never. */
+  staleAfterMs: number | undefined;
 }
 
 /**
@@ -98,6 +102,8 @@ export interface Proc extends ItemContext {
   consumed: { readonly act: string; readonly seq: number } | undefined;
   /** Seq of the first poll after the exit (R7: the CLI skips such completions). */
   polledAfterExit: number | undefined;
+  /** R35: handed over; `owner` is the new owner whatever a later exit says. */
+  handedOff: boolean;
 }
 
 export interface Delegation {
@@ -171,6 +177,12 @@ export interface State {
    * however late it comes, so this is not bounded as `releasedOwners` is.
    */
   readonly settled: Set<string>;
+  /**
+   * R33: processes a later run took over, with the run (`by`) and the seq of its start
+   * (`at`). Their items made before `at` are dropped, and a process other than `by` makes
+   * no item at all from then on. A new start of the id ends the entry.
+   */
+  readonly superseded: Map<string, { readonly by: string; readonly at: number }>;
   /** Items with no owner, for the first session that drains. */
   readonly unaddressed: Item[];
   /** Items whose owner cannot be proven live, waiting for it to come back (R13). */
@@ -181,6 +193,8 @@ export interface State {
   readonly gateway: GatewayOptions;
   /** The wake budget of sessions whose `session.opened` sets none (R30); undefined: no limit. */
   readonly defaultBudget: Budget | undefined;
+  /** R34's setting for sessions whose `session.opened` sets none; undefined: nothing is stale. */
+  readonly defaultStaleAfterMs: number | undefined;
   /** Event time of the latest event, for parking expiry. */
   now: number;
 }
@@ -194,7 +208,7 @@ export interface State {
 export const rememberedOwners = 8_192;
 
 /** A fresh projection state, with the parking and gateway limits in force. */
-export function createState(parking: ParkingLimits = defaultParking, gateway: GatewayOptions = defaultGateway, budget?: Budget): State {
+export function createState(parking: ParkingLimits = defaultParking, gateway: GatewayOptions = defaultGateway, budget?: Budget, staleAfterMs?: number): State {
   return {
     sessions: new Map(),
     aliases: new Map(),
@@ -203,12 +217,14 @@ export function createState(parking: ParkingLimits = defaultParking, gateway: Ga
     releasedOwners: new Map(),
     releasedEarlier: new Map(),
     settled: new Set(),
+    superseded: new Map(),
     unaddressed: [],
     parked: [],
     parking,
     gatewayWindows: new Map(),
     gateway,
     defaultBudget: budget,
+    defaultStaleAfterMs: staleAfterMs,
     now: 0,
   };
 }

@@ -2,6 +2,7 @@
 import type { Stored } from "../events/schema.js";
 import type { Fate } from "../reducers/decisions.js";
 import type { Explanation, ItemStory, Waiting } from "../projections/explain.js";
+import { wholeMinutes } from "./text.js";
 
 function eventLine(e: Stored): string {
   const { seq, type, at: _at, ...rest } = e as Stored & Record<string, unknown>;
@@ -58,6 +59,16 @@ export function fateLine(f: Fate & { seq: number }): string {
       return `${at}: not an item: no dispatch record proves who owns delegation ${f.delegation}`;
     case "dispatched":
       return `${at}: dispatched to ${f.session} (${f.consumer}) in a turn with ${f.members.length} member${f.members.length === 1 ? "" : "s"}: ${f.members.join(", ")}`;
+    case "superseded":
+      return `${at}: superseded: run ${f.by}, started at seq ${f.at}, took this process over; nothing of the earlier run is sent`;
+    case "replace-ignored":
+      return `${at}: not taken over: ${f.by} names it in replaces, but ${f.why}`;
+    case "stale":
+      return `${at}: stale at the drain of ${f.session}: it finished ${wholeMinutes(f.ageMs)} before, more than the ${seconds(f.staleAfterMs)} allowed`;
+    case "handed-off":
+      return `${at}: handed over from ${f.from} to ${f.to}`;
+    case "handoff-refused":
+      return `${at}: a handoff from ${f.from} to ${f.to} was refused: ${f.why}${f.owner === null ? "" : ` (its owner is ${f.owner})`}`;
   }
 }
 

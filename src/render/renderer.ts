@@ -6,7 +6,7 @@ import type { Dispatch } from "../reducers/decisions.js";
 import type { Item } from "../reducers/state.js";
 import type { GatewayOptions } from "../reducers/state.js";
 import { withTail, outputOf } from "./tail.js";
-import { batchText, completionText, delegationBatchText, delegationText, diagnosticText, gatewayBatchText, heartbeatText, watchText } from "./text.js";
+import { batchText, completionText, delegationBatchText, staleText, delegationText, diagnosticText, gatewayBatchText, heartbeatText, watchText } from "./text.js";
 import { title } from "./titles.js";
 
 /** Every text and title a turn can have; replace any of them. */
@@ -25,6 +25,8 @@ export interface Renderer {
   gatewayBatch(items: readonly Item[], limits: GatewayOptions): string;
   /** Several delegation results of one route ready together. */
   delegationBatch(memberTexts: readonly string[], items: readonly Item[]): string;
+  /** R34: completions that finished long before `at`, the event time of the drain that judged them stale. */
+  stale(items: readonly Item[], at: number): string;
 }
 
 /** The texts and titles turnfold writes by default. */
@@ -38,6 +40,7 @@ export const defaultRenderer: Renderer = {
   title,
   gatewayBatch: gatewayBatchText,
   delegationBatch: delegationBatchText,
+  stale: staleText,
 };
 
 /** A renderer with some texts or titles of your own; the rest are the defaults. */
@@ -69,5 +72,7 @@ export function renderText(dispatch: Dispatch, renderer: Renderer, gateway?: Gat
       return renderer.delegation(first);
     case "diagnostic":
       return renderer.diagnostic(first);
+    case "stale":
+      return renderer.stale(dispatch.items, dispatch.staleAt ?? first.event.at);
   }
 }

@@ -150,3 +150,37 @@ export function gatewayBatchText(items: readonly Item[], limits: { maxDetails: n
 export function delegationBatchText(memberTexts: readonly string[]): string {
   return [`${memberTexts.length} subagents finished.`, ...memberTexts].join("\n\n");
 }
+
+/**
+ * R34: completions that finished long before the drain that took them. A header that
+ * counts them and says their output can be read on request, then one line per member:
+ * id, command when known, how it ended, and its age at that drain in whole minutes. No
+ * output: the agent should not act on old news as if it were new.
+ */
+export function staleText(items: readonly Item[], at: number): string {
+  const n = items.length;
+  const header =
+    `${n === 1 ? "1 background process" : `${n} background processes`} finished long ago, before this session last checked; ` +
+    `${n === 1 ? "it is" : "they are"} listed for the record, without output (read a process's log to see it).`;
+  const lines = items.map((item) => {
+    const e = item.event as Exited;
+    const command = item.context.command !== undefined ? ` (${item.context.command})` : "";
+    return `- ${e.process}${command}: ${shortOutcome(e)}, ${minutesAgo(at - e.at)}`;
+  });
+  return [header, ...lines].join("\n");
+}
+
+function shortOutcome(e: Exited): string {
+  if (e.reason !== "exited") return e.reason === "failedStart" ? "failed to start" : e.reason;
+  return e.exitCode === null ? "exited (no exit code)" : `exit code ${e.exitCode}`;
+}
+
+function minutesAgo(ms: number): string {
+  return `${wholeMinutes(ms)} ago`;
+}
+
+/** A duration in whole minutes, rounded down: "1 minute", "42 minutes". */
+export function wholeMinutes(ms: number): string {
+  const m = Math.floor(ms / 60_000);
+  return m === 1 ? "1 minute" : `${m} minutes`;
+}

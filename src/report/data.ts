@@ -51,7 +51,9 @@ export type SuppressedWhy =
   | "settled-elsewhere"
   | "no-owner-record"
   | "never-drained"
-  | "waiting";
+  | "waiting"
+  | "superseded"
+  | "stale";
 
 /** An item that made no turn. */
 export interface ReportSuppressed {
@@ -150,6 +152,8 @@ const terminal: Partial<Record<Fate["what"], SuppressedWhy>> = {
   duplicate: "duplicate",
   "settled-elsewhere": "settled-elsewhere",
   "no-owner-record": "no-owner-record",
+  superseded: "superseded",
+  stale: "stale",
 };
 
 /** True when an item that made no turn is gone for good (consumed, dropped …); false when it still waits (parked, over budget, busy …). */
@@ -344,7 +348,8 @@ export class ReportBuilder {
     const gone = terminal[fate.what];
     // A CLI drain skips an unaddressed completion the agent polled, but leaves it in the pool
     // for another session's drain: only an addressed one is gone.
-    if (gone !== undefined && (gone !== "skipped-for-poll" || item.addressed)) {
+    // A stale completion still goes, in a turn of its own (R34); a stale notice is gone.
+    if (gone !== undefined && (gone !== "skipped-for-poll" || item.addressed) && (gone !== "stale" || item.kind !== "completions")) {
       this.#items.delete(note.itemSeq);
       this.#addSuppressed(note.itemSeq, item, { seq: note.seq, why: gone, what: fate.what, reason: fateLine({ ...fate, seq: note.seq }) });
       return;

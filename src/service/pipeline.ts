@@ -27,6 +27,8 @@ export interface PipelineOptions {
   readonly budget?: Budget;
   /** Characters of each member's output a turn's text shows (default 2,000). */
   readonly outputTail?: number;
+  /** R34's setting for sessions that set none (ms of event time). */
+  readonly staleAfterMs?: number;
   readonly report: (event: PipelineEvent) => void;
   /** How often to report the lag behind the log, in ms. Default 5000. */
   readonly lagEveryMs?: number;
@@ -48,7 +50,7 @@ export function startPipeline(options: PipelineOptions): Pipeline {
   const controller = new AbortController();
   let settle: { resolve: () => void; reject: (error: unknown) => void } = { resolve: () => undefined, reject: () => undefined };
   const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
-  const subscription: Subscription = liveTurns(log, { progress: (seq) => (folded = seq), ...(options.budget ? { budget: options.budget } : {}), ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}) }).subscribe({
+  const subscription: Subscription = liveTurns(log, { progress: (seq) => (folded = seq), ...(options.budget ? { budget: options.budget } : {}), ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}), ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}) }).subscribe({
     next: (output) => {
       if (output.type === "turn") report({ event: "turn", seq: output.seq, session: output.session, kind: output.kind, members: output.members.length });
     },

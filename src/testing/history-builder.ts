@@ -68,6 +68,14 @@ export class History {
   close(session: string, reason: "user" | "idle" | "timeout") {
     return this.add({ type: "session.closed", at: 0, session, reason });
   }
+  /** R35: `from` gives `process` to `to`. */
+  handOff(process: string, from: string, to: string, note?: string) {
+    return this.add({ type: "process.handed-off", at: 0, process, from, to, ...(note === undefined ? {} : { note }) });
+  }
+  /** The event time the next event gets, less 10 ms (for tests that measure ages). */
+  get now(): number {
+    return this.#at;
+  }
   /** Lets event time pass (for parking expiry). */
   wait(ms: number) {
     this.#at += ms;

@@ -1,0 +1,199 @@
+/**
+ * R33 (superseded runs), R34 (stale results) and R35 (handing a process over): given
+ * these past events, when this event, then these turns, sentence by sentence.
+ */
+import { describe, expect, it } from "vitest";
+import { explain } from "../src/projections/explain.js";
+import { replay } from "../src/projections/replay.js";
+import { History } from "./support/history.js";
+
+const turnsOf = (h: History, options = {}) => replay(h.events, options).turns;
+const brief = (h: History, options = {}) => turnsOf(h, options).map((t) => `${t.session}:${t.kind}:${t.members.join(",")}`);
+const fates = (h: History, id: string) => explain(h.events, id).items.flatMap((story) => story.fates.map((f) => f.what));
+
+describe("R33: superseded runs", () => {
+  it("the replaced run's queued completion is dropped, and the replacing run's own comes", () => {
+    const h = new History().open("s1").start("dev1", "s1").exit("dev1", 1).start("dev2", "s1", { replaces: "dev1" }).exit("dev2").drain("s1");
+    expect(brief(h)).toEqual(["s1:completions:dev2"]);
+    expect(fates(h, "dev1")).toContain("superseded");
+    expect(explain(h.events, "dev1").items.flatMap((s) => s.fates).find((f) => f.what === "superseded")).toMatchObject({ by: "dev2", at: 4 });
+  });
+
+  it("a late completion, watch hit or heartbeat of the replaced run makes no item", () => {
+    const h = new History().open("s1").start("old", "s1").start("new", "s1", { replaces: "old" }).watch("old").heartbeat("old").exit("old", 0).drain("s1");
+    expect(brief(h)).toEqual([]);
+  });
+
+  it("a parked item of the replaced run is dropped too", () => {
+    const h = new History().open("s1").start("old", "s1").close("s1", "idle").exit("old").start("new", "s1", { replaces: "old" }).open("s1").drain("s1");
+    expect(brief(h)).toEqual([]);
+    expect(fates(h, "old")).toEqual(["parked", "superseded"]);
+  });
+
+  it("a completion already in a CLI inbox is re-checked at dispatch like a consumed one (R8, R9)", () => {
+    const h = new History().open("c", "cli").completions("c", ["a", "old"]).drain("c", "cli-idle").start("new", "c", { replaces: "old" }).input("c");
+    const [turn] = turnsOf(h);
+    expect(turn).toMatchObject({ kind: "completions", members: ["a"] });
+    expect(turn!.text.startsWith("Background process a")).toBe(true);
+    const alone = new History().open("c", "cli").completions("c", ["old"]).drain("c", "cli-idle").start("new", "c", { replaces: "old" }).input("c");
+    expect(turnsOf(alone)).toEqual([]);
+  });
+
+  it("nothing already dispatched changes (R10)", () => {
+    const h = new History().open("s1").completions("s1", ["old"]).drain("s1").start("new", "s1", { replaces: "old" }).exit("new").drain("s1");
+    expect(brief(h)).toEqual(["s1:completions:old", "s1:completions:new"]);
+  });
+
+  it("a restart that keeps its id: the earlier run's waiting items go, the new run's come", () => {
+    const h = new History().open("s1").start("srv", "s1").watch("srv").start("srv", "s1", { replaces: "srv" }).watch("srv", "new hit").exit("srv").drain("s1");
+    const turns = turnsOf(h);
+    expect(turns.map((t) => t.kind)).toEqual(["watch", "completions"]);
+    expect(turns[0]!.text).toContain("new hit");
+  });
+
+  it("fails closed: another session's replaces changes nothing, and an unknown id is ignored", () => {
+    const h = new History().open("s1").open("s2").start("theirs", "s2").exit("theirs").start("mine", "s1", { replaces: "theirs" }).drain("s2");
+    expect(brief(h)).toEqual(["s2:completions:theirs"]);
+    expect(fates(h, "theirs")).toContain("replace-ignored");
+    const unknown = new History().open("s1").start("p", "s1", { replaces: "ghost" }).exit("p").drain("s1");
+    expect(brief(unknown)).toEqual(["s1:completions:p"]);
+    const oneUnaddressed = new History().open("s1").start("free", undefined).exit("free").start("p", "s1", { replaces: "free" }).drain("s1");
+    expect(brief(oneUnaddressed)).toEqual(["s1:completions:free"]);
+  });
+
+  it("takes effect through compression (R14): the old run's owner leads to the new start's owner", () => {
+    const h = new History().open("s1").start("old", "s1").exit("old").compress("s1", "s1b").start("new", "s1b", { replaces: "old" }).drain("s1b");
+    expect(brief(h)).toEqual([]);
+    const unaddressed = new History().open("s1").start("a", undefined).exit("a").start("b", undefined, { replaces: "a" }).drain("s1");
+    expect(brief(unaddressed)).toEqual([]);
+  });
+
+  it("drops a replaced item waiting in a gateway window", () => {
+    const route = { platform: "slack", chatType: "dm", chatId: "c1" };
+    const h = new History().add({ type: "session.opened", at: 0, session: "g", surface: "gateway", route }).start("old", "g").exit("old").start("new", "g", { replaces: "old" }).wait(1_000).drain("g");
+    expect(brief(h)).toEqual([]);
+  });
+});
+
+describe("R34: stale results", () => {
+  const minute = 60_000;
+  const opened = (h: History, staleAfterMs = 10 * minute) => h.open("s1", "tui", { staleAfterMs } as never);
+
+  it("completions older than staleAfterMs go, all of them, as one stale turn after the drain's other turns", () => {
+    const h = opened(new History()).completions("s1", ["old1", "old2"], { old2: 3 }).wait(30 * minute).completions("s1", ["fresh"]).watch("fresh").drain("s1");
+    const turns = turnsOf(h);
+    expect(turns.map((t) => `${t.kind}:${t.members.join(",")}`)).toEqual(["completions:fresh", "watch:fresh", "stale:old1,old2"]);
+    const text = turns[2]!.text.split("\n");
+    expect(text[0]).toBe("2 background processes finished long ago, before this session last checked; they are listed for the record, without output (read a process's log to see it).");
+    expect(text[1]).toBe("- old1 (job old1): exit code 0, 30 minutes ago");
+    expect(text[2]).toBe("- old2 (job old2): exit code 3, 30 minutes ago");
+    expect(turns[2]!.text).not.toContain("output of");
+  });
+
+  it("exactly staleAfterMs is still fresh; one millisecond more is stale", () => {
+    const exactly = new History().open("s1", "tui", { staleAfterMs: 1_000 } as never).completions("s1", ["p"]);
+    exactly.wait(1_000 - 10).drain("s1");
+    const exit = exactly.events.find((e) => e.type === "process.exited")!;
+    const drain = exactly.events.at(-1)!;
+    expect(drain.at - exit.at).toBe(1_000);
+    expect(turnsOf(exactly).map((t) => t.kind)).toEqual(["completions"]);
+    const past = new History().open("s1", "tui", { staleAfterMs: 1_000 } as never).completions("s1", ["p"]);
+    past.wait(1_000 - 9).drain("s1");
+    expect(turnsOf(past).map((t) => t.kind)).toEqual(["stale"]);
+  });
+
+  it("a stale watch hit or heartbeat makes no turn; a delegation result and a diagnostic are never stale", () => {
+    const h = opened(new History()).start("w", "s1").watch("w").heartbeat("w").delegate("d1", "s1").delegationDone("d1").add({ type: "watch.disabled", at: 0, process: "w", reason: "strikes", suppressed: 1 }).wait(30 * minute).drain("s1");
+    expect(turnsOf(h).map((t) => t.kind)).toEqual(["delegation", "diagnostic"]);
+    expect(fates(h, "w")).toContain("stale");
+  });
+
+  it("on the CLI, the stale entry is one more inbox entry after the others, re-checked at input (R8, R9)", () => {
+    const h = new History().open("c", "cli", { staleAfterMs: minute } as never).completions("c", ["old1", "old2"]).wait(5 * minute).completions("c", ["fresh"]).drain("c", "cli-idle");
+    h.consume("old1").input("c").input("c");
+    expect(brief(h)).toEqual(["c:completions:fresh", "c:stale:old2"]);
+    const allGone = new History().open("c", "cli", { staleAfterMs: minute } as never).completions("c", ["old"]).wait(5 * minute).drain("c", "cli-idle").consume("old").input("c");
+    expect(brief(allGone)).toEqual([]);
+  });
+
+  it("costs one budget token, and an item held back by a busy turn or an empty budget is judged at the drain that takes it", () => {
+    const budget = { capacity: 1, refillMs: 20 * minute };
+    const h = new History().open("s1", "tui", { staleAfterMs: 10 * minute, budget } as never).completions("s1", ["a"]).drain("s1");
+    h.completions("s1", ["b"]).drain("s1"); // no token: b waits
+    h.wait(15 * minute).drain("s1"); // still no token; b is 15 minutes old
+    h.wait(10 * minute).drain("s1"); // a token: b is judged now, stale
+    expect(brief(h)).toEqual(["s1:completions:a", "s1:stale:b"]);
+    const busy = opened(new History()).turnStarted("s1").completions("s1", ["c"]).drain("s1").wait(20 * minute).turnEnded("s1").drain("s1");
+    expect(brief(busy)).toEqual(["s1:stale:c"]);
+  });
+
+  it("the latest session.opened decides; a compression's successor keeps its predecessor's until opened with its own", () => {
+    const h = opened(new History()).compress("s1", "s1b").completions("s1b", ["p"]).wait(20 * minute).drain("s1b");
+    expect(brief(h)).toEqual(["s1b:stale:p"]);
+    const reopened = opened(new History()).open("s1").completions("s1", ["p"]).wait(20 * minute).drain("s1");
+    expect(brief(reopened)).toEqual(["s1:completions:p"]);
+  });
+
+  it("a projection-wide default applies to sessions that set none; gateway windows are not affected", () => {
+    const h = new History().open("s1").completions("s1", ["p"]).wait(20 * minute).drain("s1");
+    expect(brief(h)).toEqual(["s1:completions:p"]);
+    expect(brief(h, { staleAfterMs: 10 * minute })).toEqual(["s1:stale:p"]);
+    const route = { platform: "slack", chatType: "dm", chatId: "c1" };
+    const gateway = new History().add({ type: "session.opened", at: 0, session: "g", surface: "gateway", route, staleAfterMs: 1 } as never).completions("g", ["p"]).wait(20 * minute).drain("g");
+    expect(brief(gateway).map((t) => t.split(":")[1])).toEqual(["completions"]);
+  });
+});
+
+describe("R35: handing a process over", () => {
+  it("moves the queued items of the process to the new owner, in log order, and its completion goes there", () => {
+    const h = new History().open("parent").open("child").start("srv", "child").watch("srv", "first").handOff("srv", "child", "parent", "keep it running").watch("srv", "second").exit("srv", 0, { owner: "child" }).drain("child").drain("parent");
+    const turns = turnsOf(h);
+    expect(turns.map((t) => `${t.session}:${t.kind}`)).toEqual(["parent:watch", "parent:watch", "parent:completions"]);
+    expect(turns[0]!.text).toContain("first");
+    expect(fates(h, "srv")).toContain("handed-off");
+  });
+
+  it("fails closed: from must be a live session that owns the process, else nothing changes and explain says so", () => {
+    const notOwner = new History().open("a").open("b").open("c").start("p", "a").handOff("p", "b", "c").exit("p").drain("c").drain("a");
+    expect(brief(notOwner)).toEqual(["a:completions:p"]);
+    const story = explain(notOwner.events, "p");
+    expect(story.items.flatMap((s) => s.fates).find((f) => f.what === "handoff-refused")).toMatchObject({ from: "b", to: "c", owner: "a" });
+    const closed = new History().open("a").open("c").start("p", "a").close("a", "idle").handOff("p", "a", "c").open("a").exit("p").drain("c").drain("a");
+    expect(brief(closed)).toEqual(["a:completions:p"]);
+    const unknown = new History().open("a").open("c").handOff("ghost", "a", "c").exit("ghost", 0, { owner: "a" }).drain("c").drain("a");
+    expect(brief(unknown)).toEqual(["a:completions:ghost"]);
+  });
+
+  it("an item already in a CLI inbox stays there", () => {
+    const h = new History().open("child", "cli").open("parent").completions("child", ["p"]).drain("child", "cli-idle").handOff("p", "child", "parent").input("child").drain("parent");
+    expect(brief(h)).toEqual(["child:completions:p"]);
+  });
+
+  it("handing over to a closed session parks the items, counting from the handoff", () => {
+    const h = new History().open("child").open("parent").close("parent", "idle").start("p", "child").exit("p").wait(500_000).handOff("p", "child", "parent");
+    h.wait(200_000).open("parent").drain("parent");
+    expect(brief(h)).toEqual(["parent:completions:p"]);
+    const expired = new History().open("child").open("parent").close("parent", "idle").start("p", "child").exit("p").handOff("p", "child", "parent").wait(601_000).open("parent").drain("parent");
+    expect(brief(expired)).toEqual([]);
+  });
+
+  it("a second handoff is judged against the new owner", () => {
+    const h = new History().open("a").open("b").open("c").start("p", "a").handOff("p", "a", "b").handOff("p", "a", "c").handOff("p", "b", "c").exit("p").drain("a").drain("b").drain("c");
+    expect(brief(h)).toEqual(["c:completions:p"]);
+    expect(fates(h, "p").filter((f) => f === "handoff-refused")).toHaveLength(1);
+  });
+
+  it("a notice after the completion was settled still goes to the new owner", () => {
+    const h = new History().open("a").open("b").completions("a", ["p"]).drain("a").handOff("p", "a", "b").watch("p").drain("a").drain("b");
+    expect(brief(h)).toEqual(["a:completions:p", "b:watch:p"]);
+  });
+});
+
+describe("the new rules change nothing in a log that does not use them", () => {
+  it("a retired key is never live: its drain admits nothing, not even an unaddressed item", () => {
+    const h = new History().open("s1").compress("s1", "s1b").completions(undefined, ["free"]).drain("s1").drain("s1b");
+    expect(brief(h)).toEqual(["s1b:completions:free"]);
+    const cli = new History().open("c", "cli").compress("c", "c2").completions(undefined, ["free"]).drain("c", "cli-idle").input("c").drain("c2", "cli-idle").input("c2");
+    expect(brief(cli)).toEqual(["c2:completions:free"]);
+  });
+});
