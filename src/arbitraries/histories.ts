@@ -8,7 +8,7 @@ import fc from "fast-check";
 import type { DrainConsumer, Stored, Surface, TurnfoldEvent } from "../events/schema.js";
 
 export type Step =
-  | { readonly t: "open"; readonly surface: Surface; readonly extraKey: boolean }
+  | { readonly t: "open"; readonly surface: Surface; readonly extraKey: boolean; readonly staleAfterMs?: number | undefined }
   | { readonly t: "reopen"; readonly s: number }
   | { readonly t: "compress"; readonly s: number }
   | { readonly t: "close"; readonly s: number; readonly reason: "user" | "idle" | "timeout" }
@@ -25,7 +25,11 @@ export type Step =
   | { readonly t: "delegate"; readonly s: number }
   | { readonly t: "result"; readonly d: number; readonly copies: number }
   | { readonly t: "taskFailed"; readonly d: number }
-  | { readonly t: "wait"; readonly ms: number };
+  | { readonly t: "wait"; readonly ms: number }
+  /** R33: a run that replaces process `p`: for the same owner, for another session, or naming an id nobody knows; with a new id or `p`'s own. */
+  | { readonly t: "restart"; readonly p: number; readonly owner: "same" | "other" | "ghost"; readonly sameId: boolean }
+  /** R35: process `p` handed over, from its owner or from another session (refused), to a session. */
+  | { readonly t: "handoff"; readonly p: number; readonly from: "owner" | number; readonly to: number };
 
 /** How often each kind of step is drawn (relative weights); 0 leaves it out. */
 export interface HistoryMix {
@@ -44,6 +48,12 @@ export interface HistoryMix {
   readonly input: number;
   readonly delegate: number;
   readonly wait: number;
+  /** R33: restarts (`replaces`), some across sessions and some of unknown ids. 0 unless you ask. */
+  readonly restart: number;
+  /** R35: handoffs, some refused. 0 unless you ask. */
+  readonly handoff: number;
+  /** R34: how often a session is opened with `staleAfterMs` (against 1 without). 0 unless you ask. */
+  readonly stale: number;
 }
 
 export const defaultMix: HistoryMix = {
@@ -61,6 +71,9 @@ export const defaultMix: HistoryMix = {
   input: 3,
   delegate: 2,
   wait: 0.5,
+  restart: 0,
+  handoff: 0,
+  stale: 0,
 };
 
 export interface HistoryOptions {
@@ -84,8 +97,10 @@ const small = fc.nat({ max: 7 });
 
 function stepArbitrary(mix: HistoryMix, surfaces: readonly Surface[]): fc.Arbitrary<Step> {
   const w = (weight: number, arbitrary: fc.Arbitrary<Step>) => ({ weight, arbitrary });
+  const staleAfterMs: fc.Arbitrary<number | undefined> =
+    mix.stale > 0 ? fc.oneof({ weight: 1, arbitrary: fc.constant(undefined) }, { weight: Math.max(1, Math.round(mix.stale)), arbitrary: fc.constantFrom(5_000, 30_000, 600_000) }) : fc.constant(undefined);
   const options = [
-    w(mix.open, fc.record({ t: fc.constant("open" as const), surface: fc.constantFrom(...surfaces), extraKey: fc.boolean() })),
+    w(mix.open, fc.record({ t: fc.constant("open" as const), surface: fc.constantFrom(...surfaces), extraKey: fc.boolean(), staleAfterMs })),
     w(mix.open / 2, fc.record({ t: fc.constant("reopen" as const), s: small })),
     w(mix.compress, fc.record({ t: fc.constant("compress" as const), s: small })),
     w(mix.close, fc.record({ t: fc.constant("close" as const), s: small, reason: fc.constantFrom("user" as const, "idle" as const, "timeout" as const) })),
@@ -103,13 +118,16 @@ function stepArbitrary(mix: HistoryMix, surfaces: readonly Surface[]): fc.Arbitr
     w(mix.delegate, fc.record({ t: fc.constant("result" as const), d: small, copies: fc.integer({ min: 1, max: 2 }) })),
     w(mix.delegate / 2, fc.record({ t: fc.constant("taskFailed" as const), d: small })),
     w(mix.wait, fc.record({ t: fc.constant("wait" as const), ms: fc.constantFrom(1_000, 60_000, 700_000) })),
+    w(mix.restart, fc.record({ t: fc.constant("restart" as const), p: small, owner: fc.constantFrom("same" as const, "same" as const, "other" as const, "ghost" as const), sameId: fc.boolean() })),
+    w(mix.handoff, fc.record({ t: fc.constant("handoff" as const), p: small, from: fc.oneof({ weight: 3, arbitrary: fc.constant("owner" as const) }, { weight: 1, arbitrary: small }), to: small })),
   ].filter((o) => o.weight > 0);
   return fc.oneof(...options.map((o) => ({ weight: Math.max(1, Math.round(o.weight * 2)), arbitrary: o.arbitrary })));
 }
 
 /** Abstract steps, before interpretation: handy to print a shrunk counterexample. */
 export interface Plan {
-  readonly sessions: Surface[];
+  /** The sessions opened first: a surface, or a surface with R34's setting. */
+  readonly sessions: (Surface | { readonly surface: Surface; readonly staleAfterMs: number })[];
   readonly steps: Step[];
   readonly settle: boolean;
 }
@@ -117,8 +135,11 @@ export interface Plan {
 export function steps(options: HistoryOptions = {}): fc.Arbitrary<Plan> {
   const mix = { ...defaultMix, ...options.mix };
   const surfaces = options.surfaces ?? everySurface;
+  // With R34 asked for, the sessions opened up front are opened with it too.
+  const first: fc.Arbitrary<Surface | { surface: Surface; staleAfterMs: number }> =
+    mix.stale > 0 ? fc.oneof(fc.constantFrom(...surfaces), fc.record({ surface: fc.constantFrom(...surfaces), staleAfterMs: fc.constantFrom(5_000, 30_000, 600_000) })) : fc.constantFrom(...surfaces);
   return fc.record({
-    sessions: fc.array(fc.constantFrom(...surfaces), { minLength: 1, maxLength: options.sessions ?? 3 }),
+    sessions: fc.array(first, { minLength: 1, maxLength: options.sessions ?? 3 }),
     steps: fc.array(stepArbitrary(mix, surfaces), { maxLength: options.maxSteps ?? 80, size: "max" }),
     settle: fc.constant(options.settle ?? true),
   });
@@ -128,7 +149,7 @@ const consumersOf = (surface: Surface): [DrainConsumer, DrainConsumer] =>
   surface === "cli" ? ["cli-idle", "cli-post-turn"] : ["tui-poller", "tui-post-turn"];
 
 /** Interprets abstract steps into a valid stored history (seq from 1, time rising). */
-export function interpret(plan: { readonly sessions: readonly Surface[]; readonly steps: readonly Step[]; readonly settle?: boolean }): Stored[] {
+export function interpret(plan: { readonly sessions: readonly (Surface | { readonly surface: Surface; readonly staleAfterMs: number })[]; readonly steps: readonly Step[]; readonly settle?: boolean }): Stored[] {
   const events: Stored[] = [];
   let at = 1_000;
   const emit = (event: TurnfoldEvent) => {
@@ -136,20 +157,20 @@ export function interpret(plan: { readonly sessions: readonly Surface[]; readonl
     events.push({ ...event, at, seq: events.length + 1 } as Stored);
   };
   const sessions: { key: string; surface: Surface; busy: boolean; live: boolean }[] = [];
-  const processes: { id: string; exited: boolean }[] = [];
+  const processes: { id: string; exited: boolean; owner: string | undefined }[] = [];
   const delegations: string[] = [];
   let counter = 0;
-  const open = (surface: Surface, extraKey: boolean) => {
+  const open = (surface: Surface, extraKey: boolean, staleAfterMs?: number) => {
     const key = `s${sessions.length}`;
     sessions.push({ key, surface, busy: false, live: true });
-    emit({ type: "session.opened", at: 0, session: key, surface, ...(extraKey ? { keys: [`${key}-tab`] } : {}) });
+    emit({ type: "session.opened", at: 0, session: key, surface, ...(extraKey ? { keys: [`${key}-tab`] } : {}), ...(staleAfterMs === undefined ? {} : { staleAfterMs }) });
   };
-  plan.sessions.forEach((surface) => open(surface, false));
+  plan.sessions.forEach((first) => (typeof first === "string" ? open(first, false) : open(first.surface, false, first.staleAfterMs)));
   const pick = <T>(list: readonly T[], i: number): T | undefined => (list.length === 0 ? undefined : list[i % list.length]);
   for (const step of plan.steps) {
     switch (step.t) {
       case "open":
-        open(step.surface, step.extraKey);
+        open(step.surface, step.extraKey, step.staleAfterMs);
         break;
       case "reopen": {
         const s = pick(sessions, step.s);
@@ -188,10 +209,10 @@ export function interpret(plan: { readonly sessions: readonly Surface[]; readonl
       }
       case "start": {
         const id = `p${++counter}`;
-        processes.push({ id, exited: false });
         // Owners: a session (or its extra key), nobody (unaddressed), or a key nobody answers for.
         const s = step.owner >= 0 ? pick(sessions, step.owner) : undefined;
         const owner = step.owner === -2 ? "stranger" : s === undefined ? undefined : step.owner % 3 === 2 ? `${s.key}-tab` : s.key;
+        processes.push({ id, exited: false, owner });
         emit({ type: "process.started", at: 0, process: id, command: `job ${id}`, notify: step.notify, ...(owner ? { owner } : {}), ...(step.watch ? { watch: ["ERROR"] } : {}) });
         break;
       }
@@ -260,6 +281,29 @@ export function interpret(plan: { readonly sessions: readonly Surface[]; readonl
       case "wait":
         at += step.ms;
         break;
+      case "restart": {
+        const p = pick(processes, step.p);
+        if (!p) break;
+        const other = sessions.find((x) => x.key !== p.owner);
+        const owner = step.owner === "other" ? other?.key : p.owner;
+        const replaces = step.owner === "ghost" ? `ghost${++counter}` : p.id;
+        const id = step.sameId && step.owner !== "ghost" ? p.id : `p${++counter}`;
+        if (id === p.id) {
+          p.exited = false;
+          p.owner = owner;
+        } else processes.push({ id, exited: false, owner });
+        emit({ type: "process.started", at: 0, process: id, command: `job ${id} again`, notify: true, replaces, ...(owner ? { owner } : {}) });
+        break;
+      }
+      case "handoff": {
+        const p = pick(processes, step.p);
+        const to = pick(sessions, step.to);
+        const from = step.from === "owner" ? p?.owner : pick(sessions, step.from)?.key;
+        if (!p || !to || from === undefined) break;
+        if (from === p.owner) p.owner = to.key;
+        emit({ type: "process.handed-off", at: 0, process: p.id, from, to: to.key, note: "yours now" });
+        break;
+      }
     }
   }
   if (plan.settle) {

@@ -1,0 +1,112 @@
+/**
+ * R33 (superseded runs), R34 (stale results) and R35 (handing a process over), checked
+ * against a plain reading of each rule's conditions (support/handover.ts) over histories
+ * with restarts (some across sessions, some of unknown ids), handoffs (some refused) and
+ * sessions with a stale setting.
+ */
+import { test } from "@fast-check/vitest";
+import { expect } from "vitest";
+import type { Stored } from "../src/events/index.js";
+import { histories } from "../src/arbitraries/index.js";
+import { replay } from "../src/projections/replay.js";
+import { briefs, judge, rewrite, staleSettingAt } from "./support/handover.js";
+import { eventAt, ownerAt, traced, turnItems, type Traced } from "./support/oracle.js";
+
+const restarts = histories({ mix: { restart: 4, exit: 6, notice: 3, consume: 1 } });
+const stale = histories({ mix: { stale: 3, wait: 3, drain: 5, notice: 3 } });
+const handoffs = histories({ surfaces: ["cli", "tui", "desktop", "dashboard", "api"], mix: { handoff: 4, compress: 2, close: 1, notice: 3 } });
+
+/** For each item of a turn: the seq and session of the drain that admitted it (a TUI turn's own drain, or the CLI drain that put it in the inbox). */
+function admissions(t: Traced): Map<number, { seq: number; session: string }> {
+  const admitted = new Map<number, { seq: number; session: string }>();
+  for (const n of t.notes) {
+    if (n.itemSeq === undefined) continue;
+    if (n.fate.what === "admitted") admitted.set(n.itemSeq, { seq: n.seq, session: n.fate.session });
+    else if (n.fate.what === "dispatched" && !n.fate.consumer.startsWith("cli-")) admitted.set(n.itemSeq, { seq: n.seq, session: n.fate.session });
+  }
+  return admitted;
+}
+
+test.prop([restarts])("R33: a superseded process never appears in a turn after the replacing start", (events) => {
+  const turns = replay(events).turns;
+  for (const r of judge(events).restarts) {
+    if (!r.effective || r.old === r.by) continue;
+    // Until the old id is started again (a new run of its own).
+    const next = events.find((e) => e.seq > r.seq && e.type === "process.started" && e.process === r.old)?.seq ?? Infinity;
+    for (const turn of turns) {
+      if (turn.seq > r.seq && turn.seq < next) expect(turn.members, `${r.old} replaced by ${r.by} at seq ${r.seq}`).not.toContain(r.old);
+    }
+  }
+});
+
+test.prop([restarts])("R33: another session's replaces changes nothing (fail closed)", (events) => {
+  const ignored = new Set(judge(events).restarts.filter((r) => !r.effective).map((r) => r.seq));
+  const without = rewrite(events, (e) => {
+    if (!ignored.has(e.seq) || e.type !== "process.started") return e;
+    const { replaces: _gone, ...rest } = e;
+    return rest as Stored;
+  });
+  expect(briefs(replay(without).turns)).toEqual(briefs(replay(events).turns));
+});
+
+test.prop([stale])("R34: no stale completion is ever batched with a fresh one", (events) => {
+  const t = traced(events);
+  const admitted = admissions(t);
+  for (const [turn, items] of turnItems(t)) {
+    if (turn.kind !== "completions" && turn.kind !== "stale") continue;
+    for (const itemSeq of items) {
+      const at = admitted.get(itemSeq)!;
+      const setting = staleSettingAt(events, at.session, at.seq);
+      const age = eventAt(events, at.seq).at - eventAt(events, itemSeq).at;
+      const isStale = setting !== undefined && age > setting;
+      expect(isStale, `${turn.kind} turn at seq ${turn.seq}: item ${itemSeq} is ${age} ms old at its drain (setting ${setting})`).toBe(turn.kind === "stale");
+    }
+  }
+});
+
+test.prop([stale])("R34: no stale watch hit or heartbeat makes a turn", (events) => {
+  const t = traced(events);
+  const admitted = admissions(t);
+  for (const [turn, items] of turnItems(t)) {
+    if (turn.kind !== "watch" && turn.kind !== "heartbeat") continue;
+    for (const itemSeq of items) {
+      const at = admitted.get(itemSeq)!;
+      const setting = staleSettingAt(events, at.session, at.seq);
+      if (setting === undefined) continue;
+      expect(eventAt(events, at.seq).at - eventAt(events, itemSeq).at).toBeLessThanOrEqual(setting);
+    }
+  }
+});
+
+test.prop([histories({ mix: { stale: 3, wait: 3, delegate: 6 } })])("R34: a delegation result is never stale", (events) => {
+  const t = traced(events);
+  for (const n of t.notes) {
+    if (n.fate.what === "stale") expect(eventAt(events, n.itemSeq!).type).not.toMatch(/^delegation\./);
+  }
+  for (const [turn, items] of turnItems(t)) {
+    if (turn.kind === "stale") for (const itemSeq of items) expect(eventAt(events, itemSeq).type).toBe("process.exited");
+  }
+});
+
+test.prop([handoffs])("R35: after a handoff, no item of the process reaches any session but the new owner's lineage", (events) => {
+  const t = traced(events);
+  const admitted = admissions(t);
+  const effective = judge(events).handoffs.filter((h) => h.effective);
+  for (const [turn, items] of turnItems(t)) {
+    for (const itemSeq of items) {
+      const item = eventAt(events, itemSeq) as Stored & { process?: string };
+      if (item.process === undefined) continue;
+      const admittedAt = admitted.get(itemSeq)!.seq;
+      const lastStart = events.findLast((e) => e.seq < admittedAt && e.type === "process.started" && e.process === item.process)?.seq ?? 0;
+      const handoff = effective.findLast((h) => h.process === item.process && h.seq < admittedAt && h.seq > lastStart);
+      if (handoff === undefined) continue;
+      expect(turn.session, `${item.process} handed to ${handoff.to} at seq ${handoff.seq}`).toBe(ownerAt(events, handoff.to, turn.seq));
+    }
+  }
+});
+
+test.prop([handoffs])("R35: a refused handoff changes nothing (fail closed)", (events) => {
+  const refused = new Set(judge(events).handoffs.filter((h) => !h.effective).map((h) => h.seq));
+  const without = rewrite(events, (e) => (refused.has(e.seq) ? undefined : e));
+  expect(briefs(replay(without).turns)).toEqual(briefs(replay(events).turns));
+});
