@@ -101,6 +101,13 @@ export class SessionDirectory {
       case "process.exited":
         if (event.owner !== undefined && !this.#processOwner.has(event.process)) this.#processOwner.set(event.process, event.owner);
         return;
+      case "process.handed-off": {
+        // Who may hand it on next: the fold alone decides whether a handoff holds, so this
+        // follows only those whose giver is on the owner's lineage.
+        const owner = this.#processOwner.get(event.process);
+        if (owner !== undefined && chain(owner, this.#successor).includes(event.from)) this.#processOwner.set(event.process, event.to);
+        return;
+      }
       default: {
         const session = (event as { session?: unknown }).session;
         if (typeof session === "string") this.#known.add(session);

@@ -83,7 +83,9 @@ const sessionBody = z.looseObject({
   route: Route.optional(),
   budget: Budget.optional(),
   keepTokens: z.boolean().optional(),
+  staleAfterMs: z.number().int().nonnegative().optional(),
 });
+const handOffBody = z.object({ to: z.string().min(1), note: z.string().optional() });
 const drainBody = z.object({ consumer: DrainConsumer });
 const compressBody = z.object({ successor: z.string().min(1) });
 const closeBody = z.object({ reason: z.enum(["user", "idle", "timeout"]) });
@@ -308,7 +310,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     requireProducer(request);
     const body = parseBody(sessionBody, request.body);
     const token = newToken("session");
-    const { session, surface, keys, route, budget, keepTokens } = body;
+    const { session, surface, keys, route, budget, keepTokens, staleAfterMs } = body;
     const opened: TurnfoldEvent = {
       type: "session.opened",
       at: Date.now(),
@@ -319,6 +321,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       ...(budget ? { budget } : {}),
       tokenHash: tokenHash(token),
       ...(keepTokens ? { keepTokens } : {}),
+      ...(staleAfterMs !== undefined ? { staleAfterMs } : {}),
     };
     const [seq] = await append([opened]);
     return reply.code(201).send({ session, token, seq });
@@ -337,6 +340,17 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   act("turn-started", (key, body) => (parseBody(emptyBody, body), { type: "turn.started", at: Date.now(), session: key }));
   act("turn-ended", (key, body) => (parseBody(emptyBody, body), { type: "turn.ended", at: Date.now(), session: key }));
   act("close", (key, body) => ({ type: "session.closed", at: Date.now(), session: key, reason: parseBody(closeBody, body).reason }));
+
+  // R35: a session gives one of its processes to another. Another session's process (or
+  // one nobody knows) gets the same 404; the fold decides whether the handoff holds.
+  app.post<{ Params: { key: string; id: string } }>("/v1/sessions/:key/processes/:id/hand-off", async (request) => {
+    const key = requireSession(request);
+    const { to, note } = parseBody(handOffBody, request.body);
+    const owner = directory.ownerOf(request.params.id);
+    if (owner === undefined || !directory.lineageFrom(owner).includes(key)) throw new HttpError(404, { error: "no such process in this session" });
+    const [seq] = await append([{ type: "process.handed-off", at: Date.now(), process: request.params.id, from: key, to, ...(note === undefined ? {} : { note }) }]);
+    return { seq };
+  });
 
   app.post<{ Params: { key: string } }>("/v1/sessions/:key/compress", async (request, reply) => {
     const key = requireSession(request);

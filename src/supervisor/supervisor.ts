@@ -27,6 +27,17 @@ export interface StartOptions {
   readonly heartbeatMs?: number;
   readonly cwd?: string;
   readonly env?: NodeJS.ProcessEnv;
+  /** R33: the id of the process this run takes over (a restarted job); the fold decides whether it may. */
+  readonly replaces?: string;
+}
+
+/** R35: who gives a process to whom, and why. */
+export interface HandOffOptions {
+  /** The session giving it: it must own the process when the event is folded, or nothing changes. */
+  readonly from: string;
+  /** The session taking it. */
+  readonly to: string;
+  readonly note?: string;
 }
 
 /** The log the supervisor appends to, and its clock, redactor and limits. */
@@ -128,7 +139,11 @@ export class Supervisor {
 
   start(options: StartOptions): string {
     const id = options.id ?? `proc-${++this.#next}`;
-    if (this.#processes.has(id)) throw new Error(`a process with id ${id} is already supervised`);
+    const earlier = this.#processes.get(id);
+    // A run may take over its own id (R33) once the earlier run has ended.
+    if (earlier !== undefined && (options.replaces !== id || earlier.result === undefined)) {
+      throw new Error(`a process with id ${id} is already supervised${options.replaces === id ? " and still running: kill it before starting it again" : ""}`);
+    }
     const now = this.#clock();
     const command = this.#redact(options.command);
     void this.#append([
@@ -142,6 +157,7 @@ export class Supervisor {
         ...(options.watch?.length ? { watch: [...options.watch] } : {}),
         ...(options.ownerTask !== undefined ? { ownerTask: options.ownerTask } : {}),
         ...(options.handoffNote !== undefined ? { handoffNote: this.#redact(options.handoffNote) } : {}),
+        ...(options.replaces !== undefined ? { replaces: options.replaces } : {}),
       },
     ]);
     let child: ChildProcess | undefined;
@@ -288,6 +304,19 @@ export class Supervisor {
       clearTimeout(hard);
     }
     return m.exited;
+  }
+
+  /**
+   * R35: appends that `from` hands process `id` to `to`. The supervisor only records it: the
+   * fold decides, from the log, whether `from` owned it (a refused handoff changes nothing).
+   */
+  async handOff(id: string, options: HandOffOptions): Promise<void> {
+    this.#get(id);
+    for (const field of ["from", "to"] as const) {
+      if (typeof options[field] !== "string" || options[field] === "") throw new TypeError(`handOff(${JSON.stringify(id)}): ${field} must be a session key (a non-empty string)`);
+    }
+    const note = options.note === undefined ? {} : { note: this.#redact(options.note) };
+    await this.#append([{ type: "process.handed-off", at: this.#clock(), process: id, from: options.from, to: options.to, ...note }]);
   }
 
   /** R22: an observation, never a consumption. */
