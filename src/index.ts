@@ -65,6 +65,7 @@ export {
   type ReportLane,
   type ReportTurn,
   type ReportSuppressed,
+  type ReportHandoff,
   type SuppressedWhy,
 } from "./report/data.js";
 export { ReportPage, reportHtml } from "./report/html.js";

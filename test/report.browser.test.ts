@@ -5,7 +5,7 @@
  * so every other test runs without a browser. Without Chromium this file is skipped with
  * the reason, except under `CI=true`, where that fails the run.
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -131,5 +131,67 @@ describe.skipIf(!available)(`the report in Chromium (${available ? executablePat
     await expect(page.locator(".lane-label").evaluateAll((ls: DomNode[]) => ls.map((l) => l.getAttribute("data-key")))).resolves.toEqual(["s1", "s1b"]);
     await page.locator('input[name="kind"][value="completions"]').uncheck();
     await expect(page.locator(".turn").evaluateAll((els: DomNode[]) => els.map((e) => e.getAttribute("data-kind")).sort())).resolves.toEqual(["delegation", "watch"]);
+  });
+});
+
+describe.skipIf(!available)(`R33–R35 in the report, in Chromium (${available ? executablePath : "skipped"})`, () => {
+  const restarts = join(import.meta.dirname, "..", "examples", "restarts.jsonl");
+  const path = join(dir, "restarts.html");
+  let browser: Browser;
+  let page: Page;
+  const errors: string[] = [];
+
+  beforeAll(async () => {
+    expect(cli(["report", restarts, "-o", path]).code).toBe(0);
+    browser = await chromium.launch({ executablePath, args: ["--no-sandbox"] });
+    page = await browser.newPage({ viewport: { width: 1440, height: 820 } });
+    page.on("pageerror", (error) => errors.push(String(error)));
+    await page.goto(`file://${path}`);
+    await page.waitForSelector("body[data-ready=true]");
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it("draws a stale turn in a colour of its own, a handoff as an arrow between the lanes, a refused one dashed, and a superseded item with its reason", async () => {
+    expect(errors).toEqual([]);
+    const colours = await page.locator(".turn").evaluateAll((els: (DomNode & { style: { background: string } })[]) => els.map((e) => [e.getAttribute("data-kind"), e.style.background]));
+    const stale = colours.filter(([kind]) => kind === "stale");
+    expect(stale).toHaveLength(1);
+    expect(colours.filter(([kind]) => kind !== "stale").map(([, colour]) => colour)).not.toContain(stale[0]![1]);
+    const arrows = await page.locator(".handoff").evaluateAll((els: DomNode[]) => els.map((e) => [e.getAttribute("data-process"), e.getAttribute("data-refused")]));
+    expect(arrows).toEqual([["tests", "false"]]);
+    const arrow = page.locator('.handoff[data-process="tests"]');
+    await expect(arrow.getAttribute("title")).resolves.toBe("handoff of tests from main:sub to main at seq 11");
+    // The arrow spans from the giver's lane to the taker's.
+    const box = await arrow.boundingBox();
+    const lanes = await page.locator(".lane").evaluateAll((els: (DomNode & { offsetTop: number })[]) => els.map((e) => [e.getAttribute("data-key"), e.offsetTop]));
+    expect(box!.height).toBeGreaterThanOrEqual(Math.abs(Number(lanes[0]![1]) - Number(lanes[1]![1])) - 1);
+    const rows = await page.locator(".suppressed-row").evaluateAll((els: DomNode[]) => els.map((r) => [r.getAttribute("data-member"), r.getAttribute("data-why")]));
+    expect(rows).toEqual([
+      ["dev-1", "superseded"],
+      ["dev-1", "superseded"],
+    ]);
+    await page.screenshot({ path: join(dir, "restarts.png") });
+  });
+
+  it("draws a refused handoff between two lanes dashed", async () => {
+    const file = join(dir, "refused.jsonl");
+    const lines = [
+      { type: "session.opened", at: 1000, session: "a", surface: "tui" },
+      { type: "session.opened", at: 1010, session: "b", surface: "tui" },
+      { type: "process.started", at: 1020, process: "p", owner: "a", command: "make", notify: true },
+      { type: "process.handed-off", at: 1030, process: "p", from: "b", to: "a" },
+    ];
+    writeFileSync(file, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
+    const out = join(dir, "refused.html");
+    expect(cli(["report", file, "-o", out]).code).toBe(0);
+    const other = await browser.newPage({ viewport: { width: 1200, height: 600 } });
+    await other.goto(`file://${out}`);
+    await other.waitForSelector("body[data-ready=true]");
+    const arrows = await other.locator(".handoff").evaluateAll((els: DomNode[]) => els.map((e) => [e.getAttribute("data-process"), e.getAttribute("data-refused"), e.getAttribute("class")]));
+    expect(arrows).toEqual([["p", "true", "handoff refused"]]);
+    await other.close();
   });
 });

@@ -72,6 +72,17 @@ export interface ReportSuppressed {
   readonly reason: string;
 }
 
+/** R35: a process handed from one session's lane to another's, or a handoff that was refused. */
+export interface ReportHandoff {
+  readonly seq: number;
+  readonly at: number;
+  readonly process: string;
+  readonly fromLane: number;
+  readonly toLane: number;
+  /** True when the fold ignored it: the giver did not own the process, or was not live. */
+  readonly refused: boolean;
+}
+
 /** Drawn events, one column per field. */
 export interface ReportEventColumns {
   readonly seq: number[];
@@ -95,6 +106,8 @@ export interface ReportData {
   readonly turns: readonly ReportTurn[];
   /** In the order of the seq that decided each one (then of the seq that made it). */
   readonly suppressed: readonly ReportSuppressed[];
+  /** R35's handoffs, in log order. */
+  readonly handoffs: readonly ReportHandoff[];
 }
 
 /**
@@ -108,6 +121,7 @@ export type ReportPart =
       readonly events: ReportEventColumns;
       readonly turns: readonly ReportTurn[];
       readonly suppressed: readonly ReportSuppressed[];
+      readonly handoffs?: readonly ReportHandoff[];
     }
   | {
       readonly type: "end";
@@ -226,6 +240,9 @@ export class ReportBuilder {
   #events: ReportEventColumns = { seq: [], at: [], lane: [], type: [] };
   #turns: ReportTurn[] = [];
   #suppressed: ReportSuppressed[] = [];
+  #handoffs: ReportHandoff[] = [];
+  /** Set while a handoff event is folded: whether the fold refused it. */
+  #handoffRefused = false;
   /** Items made and not yet at their end, by the seq that made them. */
   readonly #items = new Map<number, OpenItem>();
   /**
@@ -272,7 +289,13 @@ export class ReportBuilder {
       this.#undrawn++;
     }
     if (event.type === "drain") this.#drained(event.session, event.seq);
+    this.#handoffRefused = false;
     for (const output of this.#projection.push(event)) if (output.type === "turn") this.#addTurn(output);
+    if (event.type === "process.handed-off") {
+      const fromLane = this.#laneFor(this.#keyOf(event.from));
+      const toLane = this.#laneFor(this.#keyOf(event.to));
+      this.#handoffs.push({ seq: event.seq, at: this.#now, process: event.process, fromLane, toLane, refused: this.#handoffRefused });
+    }
     if (this.#events.seq.length >= marksPerPart || this.#turns.length + this.#suppressed.length >= rowsPerPart) this.#flush();
   }
 
@@ -308,14 +331,16 @@ export class ReportBuilder {
   }
 
   #flush(): void {
-    if (this.#events.seq.length === 0 && this.#turns.length === 0 && this.#suppressed.length === 0) return;
-    this.#emit({ type: "rows", events: this.#events, turns: this.#turns, suppressed: this.#suppressed });
+    if (this.#events.seq.length === 0 && this.#turns.length === 0 && this.#suppressed.length === 0 && this.#handoffs.length === 0) return;
+    this.#emit({ type: "rows", events: this.#events, turns: this.#turns, suppressed: this.#suppressed, handoffs: this.#handoffs });
     this.#events = { seq: [], at: [], lane: [], type: [] };
     this.#turns = [];
     this.#suppressed = [];
+    this.#handoffs = [];
   }
 
   #trace(note: Note): void {
+    if (note.fate.what === "handoff-refused") this.#handoffRefused = true;
     if (note.itemSeq === undefined) return;
     let item = this.#items.get(note.itemSeq);
     if (item === undefined) {
@@ -537,6 +562,7 @@ export function mergeReportParts(parts: readonly ReportPart[]): ReportData {
   const events: ReportEventColumns = { seq: [], at: [], lane: [], type: [] };
   const turns: ReportTurn[] = [];
   const suppressed: ReportSuppressed[] = [];
+  const handoffs: ReportHandoff[] = [];
   let end: Extract<ReportPart, { type: "end" }> | undefined;
   for (const part of parts) {
     if (part.type === "end") {
@@ -551,6 +577,7 @@ export function mergeReportParts(parts: readonly ReportPart[]): ReportData {
     }
     for (const turn of part.turns) turns.push(turn);
     for (const item of part.suppressed) suppressed.push(item);
+    for (const handoff of part.handoffs ?? []) handoffs.push(handoff);
   }
   if (end === undefined) throw new Error("the report has no end part: it was cut short");
   const last = end;
@@ -570,6 +597,7 @@ export function mergeReportParts(parts: readonly ReportPart[]): ReportData {
     totalEvents: last.totalEvents,
     turns: turns.map((t) => ({ ...t, lane: lane(t.lane) })),
     suppressed: suppressed.map((s) => ({ ...s, lane: lane(s.lane) })),
+    handoffs: handoffs.map((h) => ({ ...h, fromLane: lane(h.fromLane), toLane: lane(h.toLane) })),
   };
 }
 

@@ -151,6 +151,12 @@ main { flex: 1; display: flex; min-height: 0; }
 #suppressed th, #suppressed td { text-align: left; padding: 3px 6px; border-bottom: 1px solid #eef0f3; vertical-align: top; }
 #suppressed tbody tr { cursor: pointer; }
 #suppressed tbody tr:hover { background: #f3f4f7; }
+.handoff { position: absolute; width: 0; border-left: 2px solid #1d2330; z-index: 3; pointer-events: auto; }
+.handoff.refused { border-left: 2px dashed #a6acb8; }
+.handoff .head { position: absolute; left: -6px; font-size: 10px; line-height: 10px; color: #1d2330; }
+.handoff.refused .head { color: #a6acb8; }
+.handoff .head.down { bottom: -6px; }
+.handoff .head.up { top: -6px; }
 .why { display: inline-block; padding: 0 5px; border-radius: 3px; background: #fdecea; color: #922b21; }
 .reason { color: #3b4456; }
 `;
@@ -163,8 +169,8 @@ const script = String.raw`
   document.querySelectorAll("script.report-part").forEach(function (element) { parts.push(JSON.parse(element.textContent)); });
   var data = mergeReportParts(parts);
   var ROW = 46;
-  var kindColours = { completions: "#2e86c1", watch: "#d68910", heartbeat: "#7f8c8d", delegation: "#8e44ad", diagnostic: "#16a085" };
-  var kinds = ["completions", "watch", "heartbeat", "delegation", "diagnostic"];
+  var kindColours = { completions: "#2e86c1", watch: "#d68910", heartbeat: "#7f8c8d", delegation: "#8e44ad", diagnostic: "#16a085", stale: "#a0522d" };
+  var kinds = ["completions", "watch", "heartbeat", "delegation", "diagnostic", "stale"];
   var tickColours = { session: "#95a5a6", process: "#5d6d7e", drain: "#1d2330", delegation: "#8e44ad", record: "#27ae60", other: "#b3b6b7" };
 
   function tickClass(type) {
@@ -222,7 +228,7 @@ const script = String.raw`
   });
   var legend = document.getElementById("legend");
   kinds.forEach(function (k) { var s = el("span"); var w = el("span", "swatch"); w.style.background = kindColours[k]; s.appendChild(w); s.appendChild(document.createTextNode(k + " turn")); legend.appendChild(s); });
-  [["✕", "item without a turn (click for why)"], ["▼", "drain or input taken"], ["|", "event (grey: session, dark: process, purple: delegation, green: dispatch record)"], ["↳", "lane continues a compressed session"]].forEach(function (p) {
+  [["✕", "item without a turn (click for why)"], ["▼", "drain or input taken"], ["|", "event (grey: session, dark: process, purple: delegation, green: dispatch record)"], ["↳", "lane continues a compressed session"], ["▲", "a process handed to another session (dashed: refused)"]].forEach(function (p) {
     var s = el("span"); s.appendChild(el("b", "", p[0] + " ")); s.appendChild(document.createTextNode(p[1])); legend.appendChild(s);
   });
 
@@ -337,11 +343,33 @@ const script = String.raw`
     return row;
   }
 
+  // R35: each handoff is an arrow from the giver's lane to the taker's at its instant; a
+  // refused one is dashed and grey. Drawn when both lanes are shown and it is in the window.
+  function drawHandoffs() {
+    if (data.handoffs.length === 0) return;
+    var track = rows.querySelector(".track");
+    var left = track ? track.offsetLeft : 0, width = trackWidth(), slotOf = {};
+    shown.forEach(function (l, slot) { slotOf[l.index] = slot; });
+    data.handoffs.forEach(function (h) {
+      var a = slotOf[h.fromLane], b = slotOf[h.toLane];
+      if (a === undefined || b === undefined || a === b || h.at < view.t0 || h.at > view.t1) return;
+      var down = b > a, arrow = el("div", "handoff" + (h.refused ? " refused" : ""));
+      arrow.style.left = (left + x(h.at, width)) + "px";
+      arrow.style.top = (Math.min(a, b) * ROW + ROW / 2) + "px";
+      arrow.style.height = (Math.abs(b - a) * ROW) + "px";
+      arrow.dataset.process = h.process; arrow.dataset.seq = String(h.seq); arrow.dataset.refused = String(h.refused);
+      arrow.title = "handoff of " + h.process + " from " + data.lanes[h.fromLane].key + " to " + data.lanes[h.toLane].key + " at seq " + h.seq + (h.refused ? " (refused)" : "");
+      arrow.appendChild(el("span", "head " + (down ? "down" : "up"), down ? "▼" : "▲"));
+      rows.appendChild(arrow);
+    });
+  }
+
   function render() {
     var top = scroller.scrollTop, height = scroller.clientHeight;
     var first = Math.max(0, Math.floor(top / ROW) - 3), last = Math.min(shown.length, Math.ceil((top + height) / ROW) + 3);
     rows.textContent = "";
     for (var s = first; s < last; s++) rows.appendChild(renderRow(shown[s], s));
+    drawHandoffs();
     drawAxis();
   }
 
