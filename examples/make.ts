@@ -32,6 +32,19 @@ gateway.add(
   { type: "process.exited", at: 50_400, process: "lint", exitCode: 0, reason: "exited", output: "clean" },
 );
 
+// R33–R35: a dev server restarted (the old run's late news is dropped), a result that
+// finished long before the agent looked (one stale turn, no output), and a subagent that
+// hands its still-running test suite to its parent before it closes (and one handoff of a
+// process it does not own, refused).
+const restarts = new History().open("main", "tui", { staleAfterMs: 600_000 } as never).open("main:sub", "tui");
+restarts.start("nightly", "main").exit("nightly", 0).wait(45 * 60_000);
+restarts.start("dev-1", "main", { command: "npm run dev", watch: ["compiled"] }).watch("dev-1", "compiled with 1 warning");
+restarts.start("dev-2", "main", { command: "npm run dev", replaces: "dev-1" }).exit("dev-1", null, { reason: "killed" });
+restarts.start("tests", "main:sub", { command: "npm test", watch: ["FAIL"] }).watch("tests", "FAIL flaky.spec.ts");
+restarts.handOff("tests", "main:sub", "main", "still running: the flaky suite is yours now").handOff("dev-2", "main:sub", "main:sub");
+restarts.close("main:sub", "idle").exit("tests", 1, { owner: "main:sub" }).drain("main", "tui-poller");
+restarts.exit("dev-2", 0).drain("main", "tui-poller");
+
 async function write(name: string, history: History): Promise<void> {
   const log = new MemoryLog();
   await log.append(history.events.map(({ seq: _seq, ...event }) => event as TurnfoldEvent));
@@ -46,3 +59,4 @@ await write("backlog", backlog);
 await write("cli", cli);
 await write("mixed", mixed);
 await write("gateway", gateway);
+await write("restarts", restarts);

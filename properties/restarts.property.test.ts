@@ -27,6 +27,19 @@ function admissions(t: Traced): Map<number, { seq: number; session: string }> {
   return admitted;
 }
 
+/** Each item of each turn with its age at the drain that admitted it, and R34's setting of that drain's session then. */
+function* agedItems(events: readonly Stored[]) {
+  const t = traced(events);
+  const admitted = admissions(t);
+  for (const [turn, items] of turnItems(t)) {
+    for (const itemSeq of items) {
+      const at = admitted.get(itemSeq)!;
+      const age = eventAt(events, at.seq).at - eventAt(events, itemSeq).at;
+      yield { turn, itemSeq, age, setting: staleSettingAt(events, at.session, at.seq) };
+    }
+  }
+}
+
 test.prop([restarts])("R33: a superseded process never appears in a turn after the replacing start", (events) => {
   const turns = replay(events).turns;
   for (const r of judge(events).restarts) {
@@ -50,31 +63,16 @@ test.prop([restarts])("R33: another session's replaces changes nothing (fail clo
 });
 
 test.prop([stale])("R34: no stale completion is ever batched with a fresh one", (events) => {
-  const t = traced(events);
-  const admitted = admissions(t);
-  for (const [turn, items] of turnItems(t)) {
+  for (const { turn, itemSeq, age, setting } of agedItems(events)) {
     if (turn.kind !== "completions" && turn.kind !== "stale") continue;
-    for (const itemSeq of items) {
-      const at = admitted.get(itemSeq)!;
-      const setting = staleSettingAt(events, at.session, at.seq);
-      const age = eventAt(events, at.seq).at - eventAt(events, itemSeq).at;
-      const isStale = setting !== undefined && age > setting;
-      expect(isStale, `${turn.kind} turn at seq ${turn.seq}: item ${itemSeq} is ${age} ms old at its drain (setting ${setting})`).toBe(turn.kind === "stale");
-    }
+    const isStale = setting !== undefined && age > setting;
+    expect(isStale, `${turn.kind} turn at seq ${turn.seq}: item ${itemSeq} is ${age} ms old at its drain (setting ${setting})`).toBe(turn.kind === "stale");
   }
 });
 
 test.prop([stale])("R34: no stale watch hit or heartbeat makes a turn", (events) => {
-  const t = traced(events);
-  const admitted = admissions(t);
-  for (const [turn, items] of turnItems(t)) {
-    if (turn.kind !== "watch" && turn.kind !== "heartbeat") continue;
-    for (const itemSeq of items) {
-      const at = admitted.get(itemSeq)!;
-      const setting = staleSettingAt(events, at.session, at.seq);
-      if (setting === undefined) continue;
-      expect(eventAt(events, at.seq).at - eventAt(events, itemSeq).at).toBeLessThanOrEqual(setting);
-    }
+  for (const { turn, age, setting } of agedItems(events)) {
+    if ((turn.kind === "watch" || turn.kind === "heartbeat") && setting !== undefined) expect(age).toBeLessThanOrEqual(setting);
   }
 });
 

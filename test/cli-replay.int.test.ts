@@ -41,7 +41,7 @@ describe("turnfold replay", () => {
   });
 
   it("--verify accepts every shipped example and shows the first difference in a tampered one", () => {
-    for (const name of ["backlog", "cli", "mixed", "gateway"]) {
+    for (const name of ["backlog", "cli", "mixed", "gateway", "restarts"]) {
       const ok = cli(["replay", example(name), "--verify"]);
       expect(ok.code, name).toBe(0);
       expect(ok.stdout).toMatch(/recorded dispatches match/);

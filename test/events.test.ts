@@ -4,8 +4,9 @@ import { decodeJsonl, eventTypes, formatProblem, schemaVersion, validateEvent } 
 describe("event schemas", () => {
   it("knows every docs/events.md type, at schema version 1", () => {
     expect(schemaVersion).toBe(1);
-    expect(new Set(eventTypes).size).toBe(25);
+    expect(new Set(eventTypes).size).toBe(26);
     expect(eventTypes).toContain("delegation.taskFailed");
+    expect(eventTypes).toContain("process.handed-off");
   });
 
   it("keeps unknown fields and drops an incoming seq", () => {
