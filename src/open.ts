@@ -5,7 +5,6 @@
  */
 import { logError } from "./events/errors.js";
 import { MemoryLog } from "./events/memory-log.js";
-import { openSqliteLog } from "./events/sqlite-log.js";
 import { isPostgresUrl, redactUrl } from "./events/urls.js";
 import { defaultRedactor, type Redactor } from "./events/redact.js";
 import type { EventStore } from "./events/store.js";
@@ -67,6 +66,8 @@ export async function openLog(target: string, options: OpenLogOptions = {}): Pro
     });
   }
   const { ledgerPolicy: _policy, redaction: _redaction, ...sqlite } = options;
+  // Loaded on first use too: a command that reads a JSONL file never pays for SQLite.
+  const { openSqliteLog } = await import("./events/sqlite-log.js");
   return openSqliteLog(target, { ...sqlite, projections, redact });
 }
 

@@ -91,7 +91,9 @@ export interface HistoryOptions {
   readonly settle?: boolean;
 }
 
-const interactive: Surface[] = ["cli", "cli", "cli", "tui", "tui", "tui", "desktop", "dashboard"];
+// The same weights as ever; `tui` first, because a shrunk history tends to the first
+// surface, and a TUI session settles in one event where a CLI one takes five.
+const interactive: Surface[] = ["tui", "tui", "tui", "cli", "cli", "cli", "desktop", "dashboard"];
 const everySurface: Surface[] = [...interactive, "gateway", "api", "acp", "oneshot"];
 const small = fc.nat({ max: 7 });
 
@@ -312,7 +314,8 @@ export function interpret(plan: { readonly sessions: readonly (Surface | { reado
       if (s.busy) emit({ type: "turn.ended", at: 0, session: s.key });
       s.busy = false;
       emit({ type: "drain", at: 0, session: s.key, consumer: consumersOf(s.surface)[0] });
-      for (let i = 0; i < 4; i++) emit({ type: "input.taken", at: 0, session: s.key });
+      // Only the CLI dispatches at input.taken.
+      if (s.surface === "cli") for (let i = 0; i < 4; i++) emit({ type: "input.taken", at: 0, session: s.key });
     }
   }
   return events;

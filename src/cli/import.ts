@@ -1,7 +1,3 @@
-import { createWriteStream, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
 import { JsonlProblems } from "../events/jsonl.js";
 import type { Stored, Surface, TurnfoldEvent } from "../events/schema.js";
@@ -10,7 +6,7 @@ import { redactUrl } from "../events/urls.js";
 import { formatProblem } from "../events/validate.js";
 import { openLog } from "../open.js";
 import { dbOption } from "./options.js";
-import { InputError, requireFile, runCommand } from "./io.js";
+import { InputError, requireFile, runCommand, withInputFile } from "./io.js";
 import { jsonlFilePages } from "./load-session.js";
 import { count } from "./style.js";
 
@@ -54,19 +50,8 @@ export function importCommand(program: Command): void {
     .argument("<file>", "JSONL file, one event per line; - reads standard input")
     .addOption(dbOption("the log: a SQLite file (created when missing) or a postgres:// URL"))
     .action((file: string, options: { db: string }) =>
-      runCommand(async () => {
-        if (file !== "-") return importFile(file, file, options.db);
-        // Standard input can be read only once, and the file is read twice: it is copied
-        // to a private temporary file first (a stream, so memory stays flat).
-        const dir = mkdtempSync(join(tmpdir(), "turnfold-import-"));
-        try {
-          const copy = join(dir, "stdin.jsonl");
-          await pipeline(process.stdin, createWriteStream(copy));
-          await importFile(copy, "stdin", options.db);
-        } finally {
-          rmSync(dir, { recursive: true, force: true });
-        }
-      }),
+      // Standard input is copied to a private temporary file first: the file is read twice.
+      runCommand(() => withInputFile(file, (path, shown) => importFile(path, shown, options.db))),
     );
 }
 

@@ -1,6 +1,8 @@
 /** Shared edges of the CLI: reading input files, writing lines, and turning errors into exit codes. */
-import { accessSync, constants, readFileSync, statSync } from "node:fs";
-import { dirname } from "node:path";
+import { accessSync, constants, createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { pipeline } from "node:stream/promises";
 import { isLogError } from "../events/errors.js";
 
 /** Bad input: a message for stderr and exit code 1. */
@@ -114,4 +116,21 @@ export function stopSignal(): AbortSignal {
 export function stopped(signal: AbortSignal): Promise<void> {
   if (signal.aborted) return Promise.resolve();
   return new Promise((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+}
+
+/**
+ * Runs `body` with a path to read: `path` itself, or for `-` a private temporary copy of
+ * standard input (copied as a stream, so memory stays flat; readers that read a file
+ * twice need a file), removed afterwards. `body` gets the path and the name to show.
+ */
+export async function withInputFile<T>(path: string, body: (file: string, shown: string) => Promise<T>): Promise<T> {
+  if (path !== "-") return body(path, path);
+  const dir = mkdtempSync(join(tmpdir(), "turnfold-stdin-"));
+  try {
+    const copy = join(dir, "stdin.jsonl");
+    await pipeline(process.stdin, createWriteStream(copy));
+    return await body(copy, "stdin");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

@@ -7,7 +7,6 @@ import { JsonlProblems, decodeStoredJsonlStream, fileNumbering } from "../events
 import { readPages } from "../events/log.js";
 import type { Stored } from "../events/schema.js";
 import { isPostgresUrl, redactUrl } from "../events/urls.js";
-import { SqliteLog } from "../events/sqlite-log.js";
 import { openLog } from "../open.js";
 import { formatProblem, validateEvent } from "../events/validate.js";
 import { InputError, requireFile } from "./io.js";
@@ -41,8 +40,8 @@ function looksLikeSqlite(path: string): boolean {
   }
 }
 
-/** Opens a history; a missing file, a folder or an unreadable log is an `InputError` here, before any output. */
-export async function openHistory(path: string): Promise<History> {
+/** Opens a history; a missing file, a folder or an unreadable log is an `InputError` here, before any output. Messages name it `shown` (`stdin`, say). */
+export async function openHistory(path: string, shown = path): Promise<History> {
   if (isPostgresUrl(path) || looksLikeSqlite(path)) {
     const log = await openLog(path, { create: false });
     const size = await log.lastSeq();
@@ -50,7 +49,7 @@ export async function openHistory(path: string): Promise<History> {
     return { size, hasRecords, pages: logPages(log, path) };
   }
   requireFile(path);
-  return { size: undefined, hasRecords: async () => undefined, pages: jsonlPages(path) };
+  return { size: undefined, hasRecords: async () => undefined, pages: jsonlPages(path, shown) };
 }
 
 async function* logPages(log: Awaited<ReturnType<typeof openLog>>, path: string): AsyncGenerator<readonly Stored[]> {
@@ -60,8 +59,8 @@ async function* logPages(log: Awaited<ReturnType<typeof openLog>>, path: string)
     if (!checked.ok) throw new InputError(`${redactUrl(path)} holds an invalid event: ${formatProblem(checked.problems[0]!)}`);
   };
   try {
-    if (log instanceof SqliteLog) {
-      // Synchronous pages straight from the file: no promise per event.
+    if (log.scanPages) {
+      // Synchronous pages straight from the file (SQLite): no promise per event.
       for (const page of log.scanPages(1, pageSize)) {
         for (const event of page) check(event);
         yield page;
@@ -77,13 +76,13 @@ async function* logPages(log: Awaited<ReturnType<typeof openLog>>, path: string)
   }
 }
 
-async function* jsonlPages(path: string): AsyncGenerator<readonly Stored[]> {
+async function* jsonlPages(path: string, shown: string): AsyncGenerator<readonly Stored[]> {
   try {
     yield* jsonlFilePages(path, { pageSize: 1000, maxProblems: 20 });
   } catch (error) {
     if (!(error instanceof JsonlProblems)) throw error;
-    const lines = error.problems.map((p) => formatProblem(p, path));
-    throw new InputError(`${path} is not a valid recorded session:\n${lines.join("\n")}`);
+    const lines = error.problems.map((p) => formatProblem(p, shown));
+    throw new InputError(`${shown} is not a valid recorded session:\n${lines.join("\n")}`);
   }
 }
 

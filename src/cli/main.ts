@@ -2,6 +2,7 @@
 /** The `turnfold` command. Each command lives in its own file; none holds logic the library lacks. */
 import { setFlagsFromString } from "node:v8";
 import { Command, CommanderError } from "commander";
+import { conformCommand } from "./conform.js";
 import { demoCommand } from "./demo.js";
 import { explainCommand } from "./explain.js";
 import { exportCommand } from "./export.js";
@@ -46,6 +47,7 @@ probeCommand(program);
 sinkCommand(program);
 relayCommand(program);
 runCommands(program);
+conformCommand(program);
 
 // No command at all is bad usage (exit 2), with the help on stderr, as every other misuse.
 if (process.argv.length <= 2) {

@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
-import { probeAll, probeConsumers, scenarios, type ProbeRun } from "../probe/probe.js";
+import type { ProbeRun } from "../probe/probe.js";
 import { InputError, requireWritable, runCommand, writeOut } from "./io.js";
 import { styler, useColour } from "./style.js";
 
@@ -13,6 +13,7 @@ export function probeCommand(program: Command): void {
       runCommand(async () => {
         // Refused before the runs, not after them.
         if (output) requireWritable(output, "the probe report");
+        const { probeAll, probeConsumers, scenarios } = await import("../probe/probe.js");
         const started = Date.now();
         const total = probeConsumers.length * scenarios.length;
         let done = 0;
@@ -21,7 +22,7 @@ export function probeCommand(program: Command): void {
           const verdict = run.problems.length === 0 ? "as specified" : run.problems.join("; ");
           process.stderr.write(`probe ${done}/${total}: ${run.surface} ${run.scenario}: ${run.wireTurns} turns for ${run.naiveTurns} completions, ${verdict}\n`);
         });
-        await writeOut(table(runs) + `\n${runs.filter((r) => r.problems.length === 0).length}/${runs.length} runs as specified, in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+        await writeOut(table(runs, probeConsumers, scenarios) + `\n${runs.filter((r) => r.problems.length === 0).length}/${runs.length} runs as specified, in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
         if (output) {
           try {
             writeFileSync(output, JSON.stringify({ generatedAt: new Date().toISOString(), runs }, null, 2) + "\n");
@@ -34,7 +35,7 @@ export function probeCommand(program: Command): void {
     );
 }
 
-function table(runs: readonly ProbeRun[]): string {
+function table(runs: readonly ProbeRun[], probeConsumers: readonly string[], scenarios: readonly string[]): string {
   const paint = styler(useColour(process.stdout));
   const header = ["scenario", ...probeConsumers.map((c) => `${c} turns (naive)`), "expected"];
   const expected: Record<string, string> = { backlog: "1", single: "1, exact text", consumed: "0", foreign: "0, 12 queued", mixed: "5, in order" };

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { Projection, turnJson, type Output } from "../projections/project.js";
 import { Verifier, type Verified } from "../projections/verify.js";
 import { openHistory } from "./load-session.js";
-import { runCommand, writeOut } from "./io.js";
+import { runCommand, withInputFile, writeOut } from "./io.js";
 import { progress, styler, useColour } from "./style.js";
 import { budgetOption, foldOptions, outputTailOption, staleAfterOption } from "./options.js";
 import type { Budget } from "../events/schema.js";
@@ -20,14 +20,14 @@ export function replayCommand(program: Command): void {
   program
     .command("replay")
     .description("re-derive every turn of a recorded session (a JSONL file, a SQLite log or a PostgreSQL log) from its events alone")
-    .argument("<file>", "recorded session: a JSONL file, a SQLite log or a postgres:// URL")
+    .argument("<file>", "recorded session: a JSONL file (- reads standard input), a SQLite log or a postgres:// URL")
     .option("--json", "one JSON object per turn")
     .option("--status", "also print the TUI status lines")
     .option("--verify", "compare the recorded notification.dispatched events with the re-derived turns (exit 1 on a difference, 3 when the log holds no record); with --json, the verdict as JSON")
     .addOption(budgetOption())
     .addOption(outputTailOption())
     .addOption(staleAfterOption())
-    .action((file: string, options: ReplayOptions) => runCommand(() => replayFile(file, options)));
+    .action((file: string, options: ReplayOptions) => runCommand(() => withInputFile(file, (path, shown) => replayFile(path, shown, options))));
 }
 
 /**
@@ -35,8 +35,8 @@ export function replayCommand(program: Command): void {
  * decided; with `--verify`, records and derived turns are compared as both advance and
  * reading stops at the first difference.
  */
-async function replayFile(file: string, options: ReplayOptions): Promise<number> {
-  const history = await openHistory(file);
+async function replayFile(path: string, file: string, options: ReplayOptions): Promise<number> {
+  const history = await openHistory(path, file);
   const bar = progress(history.size ?? 0, "replaying");
   const projection = new Projection(foldOptions(options));
   const verifier = options.verify ? new Verifier({ recorded: (await history.hasRecords()) ?? true }) : undefined;

@@ -2,8 +2,7 @@ import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { redactUrl } from "../events/urls.js";
 import { openLog } from "../open.js";
-import { startPipeline, type PipelineEvent } from "../service/pipeline.js";
-import { createService } from "../service/server.js";
+import type { PipelineEvent } from "../service/pipeline.js";
 import { shownSinkUrl } from "../sinks/http.js";
 import { InputError, listenError, runCommand, stopSignal, stopped } from "./io.js";
 import { checkSinkUrl, dbOption, foldOptions, outputTailOption, staleAfterOption, portNumber, positiveInt } from "./options.js";
@@ -55,6 +54,7 @@ export function runCommands(program: Command): void {
         const signal = stopSignal();
         const log = await openLog(options.db, { create: true });
         const say = reporter(options.json ?? false);
+        const { startPipeline } = await import("../service/pipeline.js");
         const pipeline = startPipeline({ log, ...(options.url ? { sinkUrl: options.url } : {}), ...foldOptions(options), report: (e: PipelineEvent) => say({ ...e }) });
         say({ event: "running", db: redactUrl(options.db), sink: options.url ? shownSinkUrl(options.url) : "(none: record only)" });
         void stopped(signal).then(() => pipeline.stop());
@@ -86,6 +86,8 @@ export function runCommands(program: Command): void {
         const producerToken = producerTokenOf(options.producerTokenFile);
         const log = await openLog(options.db, { create: true });
         const say = reporter(options.json ?? false);
+        // Loaded here: every other command starts without the HTTP server and the live runner.
+        const [{ createService }, { startPipeline }] = await Promise.all([import("../service/server.js"), import("../service/pipeline.js")]);
         const service = await createService({
           log,
           producerToken,

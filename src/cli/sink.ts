@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { startReceiver } from "../sinks/receiver.js";
 import { listenError, runCommand, stopSignal, stopped } from "./io.js";
 import { portNumber } from "./options.js";
 
@@ -12,6 +11,7 @@ export function sinkCommand(program: Command): void {
       runCommand(async () => {
         const signal = stopSignal();
         const port = options.port ?? 0;
+        const { startReceiver } = await import("../sinks/receiver.js");
         const receiver = await startReceiver({ port, onTurn: (turn) => process.stdout.write(JSON.stringify(turn) + "\n") }).catch((error: unknown) => {
           throw listenError("127.0.0.1", port, error);
         });

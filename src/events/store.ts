@@ -71,6 +71,13 @@ export interface EventStore extends EventLog {
   markDelivered(sink: string, recordSeq: number, at: number): Promise<void>;
   /** The record seqs `sink` accepted, from `from` on. */
   deliveredTo(sink: string, from?: number): Promise<ReadonlySet<number>>;
+  /**
+   * An optional capability: a synchronous scan of every event from a seq on, a page at a
+   * time, for readers of a whole log (replay) on an adapter that can read without a
+   * promise per page (SQLite). Callers ask for it (`log.scanPages?.(…)`), never for the
+   * adapter's class, and fall back to `read`/`readPage` when it is absent.
+   */
+  scanPages?(from?: number, pageSize?: number): Iterable<Stored[]>;
 }
 
 const projectionName = /^[a-z][a-z0-9_]{0,40}$/;

@@ -1,0 +1,116 @@
+/**
+ * `turnfold conform` against real children: turnfold's own `replay - --json` (which must
+ * agree on the whole case suite and on 300 generated histories), deliberately wrong
+ * implementations (each must be found and shrunk to a history of at most 12 events), and
+ * children that hang, crash or print garbage (each reported as such).
+ */
+import { copyFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadSuite } from "../src/conform/cases.js";
+import { expectedTurns } from "../src/conform/run.js";
+import type { Stored } from "../src/events/index.js";
+import { cliAsync, cliEntry } from "./support/cli.js";
+import { tempDir } from "./support/tmp.js";
+
+const replayCmd = `"${process.execPath}" "${cliEntry}" replay - --json`;
+const fixture = (name: string) => `"${process.execPath}" "${join(import.meta.dirname, "fixtures", "conform", name)}"`;
+const suiteDir = join(import.meta.dirname, "..", "conformance");
+// One rule group is enough to see how a misbehaving child is reported.
+const smallSuite = join(tempDir("turnfold-conform-"), "small");
+mkdirSync(smallSuite);
+copyFileSync(join(suiteDir, "grouping.json"), join(smallSuite, "grouping.json"));
+
+interface Report {
+  ok: boolean;
+  cases?: { total: number; agreed: number; failed: { group: string; description: string; problem?: string; detail?: string; difference?: unknown }[] };
+  generated?: { runs: number; seed: number; failure?: { events: object[]; shrinks: number; difference?: { field: string } } };
+}
+
+const report = (stdout: string) => JSON.parse(stdout) as Report;
+
+describe("the case suite", () => {
+  it("covers every rule a history can show, and each case's turns are what turnfold derives today", () => {
+    const cases = loadSuite(suiteDir);
+    const rules = new Set(cases.flatMap((c) => c.rules));
+    for (const rule of ["R1", "R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9", "R10", "R11", "R12", "R13", "R14", "R15", "R16", "R17", "R18", "R21", "R26", "R28", "R29", "R30", "R33", "R34", "R35"]) {
+      expect(rules, rule).toContain(rule);
+    }
+    for (const c of cases) {
+      const stored = c.events.map((e, i) => ({ ...e, seq: i + 1 }) as Stored);
+      expect(expectedTurns(stored), `${c.group}: ${c.description}`).toEqual(c.turns);
+    }
+  });
+});
+
+describe("turnfold conform against turnfold replay - --json", () => {
+  it("agrees on the whole suite, text included where a case is text-exact", async () => {
+    const run = await cliAsync(["conform", "--cases", "--cmd", replayCmd, "--json"]);
+    expect(run.code, run.stderr.slice(-2000)).toBe(0);
+    const r = report(run.stdout);
+    expect(r.cases!.failed).toEqual([]);
+    expect(r.cases!.agreed).toBe(r.cases!.total);
+    expect(r.cases!.total).toBeGreaterThanOrEqual(50);
+  }, 120_000);
+
+  it("agrees on 300 generated histories", async () => {
+    const run = await cliAsync(["conform", "--runs", "300", "--seed", "20261201", "--cmd", replayCmd, "--json"]);
+    expect(run.code, run.stdout.slice(0, 3000)).toBe(0);
+    expect(report(run.stdout).generated).toMatchObject({ runs: 300, seed: 20261201 });
+    expect(run.stderr).toContain("300 generated histories, seed 20261201");
+  }, 300_000);
+});
+
+describe("turnfold conform finds what a wrong implementation gets wrong", () => {
+  it.each(["drops-failures", "ignores-consumption", "foreign-drain"])("%s: found, and shrunk to at most 12 events", async (mode) => {
+    const run = await cliAsync(["conform", "--server", "--runs", "300", "--seed", "7", "--no-text", "--json", "--cmd", `${fixture("wrong.mjs")} ${mode}`]);
+    expect(run.code).toBe(1);
+    const failure = report(run.stdout).generated!.failure!;
+    expect(failure.difference).toBeDefined();
+    expect(failure.events.length, JSON.stringify(failure.events)).toBeLessThanOrEqual(12);
+    console.log(`conform: ${mode} shrunk to ${failure.events.length} events in ${failure.shrinks} steps`);
+    const text = await cliAsync(["conform", "--server", "--runs", "300", "--seed", "7", "--no-text", "--cmd", `${fixture("wrong.mjs")} ${mode}`]);
+    expect(text.stdout).toMatch(/^generated: a difference \(seed 7\), shrunk to \d+ events:/m);
+    expect(text.stdout).toContain("turnfold's turns:");
+  }, 300_000);
+
+  it("and the suite shows each of them too", async () => {
+    for (const mode of ["drops-failures", "ignores-consumption", "foreign-drain"]) {
+      const run = await cliAsync(["conform", "--server", "--cases", "--no-text", "--json", "--cmd", `${fixture("wrong.mjs")} ${mode}`]);
+      expect(run.code, mode).toBe(1);
+      expect(report(run.stdout).cases!.failed.length, mode).toBeGreaterThan(0);
+    }
+  }, 120_000);
+});
+
+describe("turnfold conform reports a child that misbehaves, and never crashes", () => {
+  it.each([
+    ["hang", "timeout", "no answer within 500 ms"],
+    ["crash", "crash", "exited with code 3: segfault in the rule engine"],
+    ["garbage", "garbage", "a line that is not a JSON object: turns: none today"],
+  ])("%s is reported as %s", async (mode, problem, detail) => {
+    const run = await cliAsync(["conform", "--cases", smallSuite, "--timeout-ms", "500", "--json", "--cmd", `${fixture("broken.mjs")} ${mode}`]);
+    expect(run.code).toBe(1);
+    const failed = report(run.stdout).cases!.failed;
+    expect(failed.length).toBe(report(run.stdout).cases!.total);
+    expect(failed[0]).toMatchObject({ problem, detail });
+  }, 120_000);
+
+  it("in server mode, a server that dies is reported and started again for the next history", async () => {
+    const run = await cliAsync(["conform", "--server", "--cases", smallSuite, "--timeout-ms", "5000", "--json", "--cmd", `${fixture("broken.mjs")} die`]);
+    expect(run.code).toBe(1);
+    const r = report(run.stdout);
+    expect(r.cases!.failed).toHaveLength(r.cases!.total);
+    expect(r.cases!.failed.map((f) => f.problem)).toEqual(r.cases!.failed.map(() => "crash"));
+    expect(r.cases!.failed[0]!.detail).toContain("it exited with code 3 before answering");
+  }, 120_000);
+
+  it("bad usage is exit 2", async () => {
+    expect((await cliAsync(["conform", "--cmd", "true"])).code).toBe(2);
+    expect((await cliAsync(["conform", "--cases"])).code).toBe(2);
+    expect((await cliAsync(["conform", "--runs", "0", "--cmd", "true"])).code).toBe(2);
+    const missing = await cliAsync(["conform", "--cases", "/nonexistent", "--cmd", "true"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("--cases /nonexistent");
+  });
+});
