@@ -6,5 +6,7 @@ export default defineConfig({
     setupFiles: ["./properties/setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    // Two files at a time: most of them wait on children, sockets and databases, not the CPU.
+    maxWorkers: 2,
   },
 });

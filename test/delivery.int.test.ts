@@ -16,6 +16,8 @@ import { headerRecorder } from "./support/header-recorder.js";
 import { tempDir } from "./support/tmp.js";
 
 const dir = tempDir();
+/** `npm run test:soak` sets TURNFOLD_SOAK=1: the same trials, at soak length. */
+const soak = process.env["TURNFOLD_SOAK"] === "1";
 let n = 0;
 const fresh = () => join(dir, `delivery-${n++}.sqlite`);
 const fixture = (name: string) => join(import.meta.dirname, "fixtures", name);
@@ -55,7 +57,9 @@ describe("claim race across processes (R25, R26)", () => {
 });
 
 describe("the relay", () => {
-  it("survives SIGKILL at random moments over 200 trials: every record arrives, once after dropping repeats by key", async () => {
+  // 80 kills in the test command; `npm run test:soak` kills it 1,000 times.
+  const trials = soak ? 1000 : 80;
+  it(`survives SIGKILL at random moments over ${trials} trials: every record arrives, once after dropping repeats by key`, async () => {
     const total = 8000;
     const path = fresh();
     const log = await openLog(path);
@@ -64,7 +68,6 @@ describe("the relay", () => {
     await log.close();
     // A receiver that takes a moment per turn, so the kills land while deliveries run.
     const receiver = await startReceiver({ delayMs: 2 });
-    const trials = 200;
     let landedMidRun = 0;
     for (let trial = 0; trial < trials; trial++) {
       const before = receiver.turns.length;
@@ -97,7 +100,7 @@ describe("the relay", () => {
     const check = await openLog(path, { create: false });
     expect((await check.deliveredTo(`http:${receiver.url}`)).size).toBe(total);
     await check.close();
-  }, 420_000); // 201 relay processes, each opening the log through the port (zod, kysely): startup dominates
+  }, soak ? 3_600_000 : 420_000); // a relay process per trial, each opening the log through the port (zod, kysely): startup dominates
 });
 
 describe("the HTTP sink and the loopback receiver", () => {

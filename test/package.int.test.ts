@@ -63,7 +63,7 @@ beforeAll(() => {
 
 describe("the packed package", () => {
   it("holds dist, the README, LICENSE, CHANGELOG and the JSON Schema, and nothing of the tests or benches", () => {
-    for (const needed of ["README.md", "LICENSE", "CHANGELOG.md", "docs/events.schema.json", "docs/rules.md", "dist/src/index.js", "dist/src/index.d.ts"]) {
+    for (const needed of ["README.md", "LICENSE", "CHANGELOG.md", "docs/events.schema.json", "docs/rules.md", "dist/src/index.js", "dist/src/index.d.ts", "conformance/README.md", "conformance/grouping.json"]) {
       expect(packed, needed).toContain(needed);
     }
     expect(packed.filter((p) => /^(test|properties|bench)\/|^dist\/(test|bench|properties)\//.test(p))).toEqual([]);
@@ -94,4 +94,12 @@ describe("the packed package", () => {
     expect(schema.stderr).toBe("");
     expect(Number(schema.stdout)).toBeGreaterThan(20);
   });
+
+  it("runs npx turnfold conform --cases from the installed package, against its own replay", () => {
+    const run = spawnSync("npx", ["--no-install", "turnfold", "conform", "--cases", "--no-text", "--json", "--cmd", "npx --no-install turnfold replay - --json"], { cwd: scratch, encoding: "utf8", timeout: 120_000 });
+    expect(run.status, run.stderr.slice(-2000)).toBe(0);
+    const report = JSON.parse(run.stdout) as { cases: { total: number; agreed: number } };
+    expect(report.cases.agreed).toBe(report.cases.total);
+    expect(report.cases.total).toBeGreaterThanOrEqual(50);
+  }, 130_000);
 });
