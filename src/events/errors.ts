@@ -15,6 +15,7 @@ export type LogErrorCode =
   | "connection-failed"
   | "no-target"
   | "bad-option"
+  | "busy"
   | "closed";
 
 /** An error of a log, with a stable `code` and the file or (redacted) URL it is about. */

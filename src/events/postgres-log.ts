@@ -166,8 +166,11 @@ async function migrate(db: Kysely<unknown>, layout: Layout, shown: string, creat
   if (before === postgresLayoutVersion) return;
   if (before === 0 && !create) throw logError("not-a-turnfold-log", shown, `${shown}: no turnfold log in schema "${layout.schema}"`);
   await db.transaction().execute(async (trx) => {
-    await sql`CREATE SCHEMA IF NOT EXISTS ${sql.id(layout.schema)}`.execute(trx);
+    // The lock first (an advisory lock needs no schema): two openers creating the same
+    // schema at once would otherwise collide inside PostgreSQL's own catalog
+    // ("duplicate key value violates unique constraint pg_namespace_nspname_index").
     await layout.lock().execute(trx);
+    await sql`CREATE SCHEMA IF NOT EXISTS ${sql.id(layout.schema)}`.execute(trx);
     // Re-read under the lock: another process may have created the layout meanwhile.
     const version = await check(await readMeta(trx, layout, "schema_version"), await readMeta(trx, layout, "application"));
     if (version >= 1) return;

@@ -84,7 +84,7 @@ export async function openSqliteLog(path: string, options: SqliteLogOptions = {}
     throw logError("missing-file", path, `${path}: cannot open the log file (${(error as Error).message})`, error);
   }
   try {
-    configure(database, path, options.synchronous ?? "NORMAL");
+    await configure(database, path, options.synchronous ?? "NORMAL", options.busyTimeoutMs ?? 15000);
     const kysely = new Kysely<LogDatabase>({ dialect: new ImmediateDialect(database) });
     await migrate(kysely, database, path, options.create ?? true);
     const projections = options.projections ?? [];
@@ -109,11 +109,26 @@ function checkPath(path: string, create: boolean): void {
   if (isDirectory) throw logError("is-directory", path, `${path}: is a directory, not a log file`);
 }
 
-function configure(database: Database.Database, path: string, synchronous: string): void {
-  try {
-    database.pragma("journal_mode = WAL");
-  } catch (error) {
-    throw logError("not-a-database", path, `${path}: not a SQLite database`, error);
+/**
+ * WAL mode and the sync level. Switching a new file to WAL takes a lock that SQLite's busy
+ * handler does not wait for: when several processes open a new file at once, some get
+ * SQLITE_BUSY at once. They wait and try again, as long as the busy timeout allows.
+ */
+async function configure(database: Database.Database, path: string, synchronous: string, busyTimeoutMs: number): Promise<void> {
+  const deadline = Date.now() + busyTimeoutMs;
+  for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
+    try {
+      database.pragma("journal_mode = WAL");
+      break;
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (code === "SQLITE_BUSY" && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        continue;
+      }
+      if (code === "SQLITE_NOTADB") throw logError("not-a-database", path, `${path}: not a SQLite database`, error);
+      throw logError("busy", path, `${path}: cannot open the log (${(error as Error).message})`, error);
+    }
   }
   database.pragma(`synchronous = ${synchronous}`);
 }
