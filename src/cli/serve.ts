@@ -2,13 +2,15 @@ import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { redactUrl } from "../events/urls.js";
 import { openLog } from "../open.js";
-import type { PipelineEvent } from "../service/pipeline.js";
+import type { Pipeline, PipelineEvent } from "../service/pipeline.js";
+import type { TurnfoldLog } from "../open.js";
 import { shownSinkUrl } from "../sinks/http.js";
 import { InputError, listenError, runCommand, stopSignal, stopped } from "./io.js";
-import { checkSinkUrl, dbOption, foldOptions, outputTailOption, staleAfterOption, portNumber, positiveInt } from "./options.js";
+import { checkSinkUrl, dbOption, foldOptions, outputTailOption, parseDuration, staleAfterOption, portNumber, positiveInt } from "./options.js";
 
 interface RunOptions {
   db: string;
+  giveUpAfter?: number;
   outputTail?: number;
   staleAfter?: number;
   url?: string;
@@ -48,6 +50,7 @@ export function runCommands(program: Command): void {
     .option("--json", "log lines as JSON objects")
     .addOption(outputTailOption())
     .addOption(staleAfterOption())
+    .option("--give-up-after <duration>", "exit 1 once the log has been unreachable this long (say 30s, 5m); by default wait and retry for ever", parseDuration)
     .action((options: RunOptions, command: Command) => {
       checkSinkUrl(command, options.url);
       return runCommand(async () => {
@@ -55,13 +58,10 @@ export function runCommands(program: Command): void {
         const log = await openLog(options.db, { create: true });
         const say = reporter(options.json ?? false);
         const { startPipeline } = await import("../service/pipeline.js");
-        const pipeline = startPipeline({ log, ...(options.url ? { sinkUrl: options.url } : {}), ...foldOptions(options), report: (e: PipelineEvent) => say({ ...e }) });
+        const pipeline = startPipeline({ log, ...(options.url ? { sinkUrl: options.url } : {}), ...foldOptions(options), ...giveUp(options), report: (e: PipelineEvent) => say({ ...e }) });
         say({ event: "running", db: redactUrl(options.db), sink: options.url ? shownSinkUrl(options.url) : "(none: record only)" });
         void stopped(signal).then(() => pipeline.stop());
-        await pipeline.done;
-        await log.close();
-        say({ event: "stopped", folded: pipeline.folded() });
-        return 0;
+        return finish(pipeline, log, say);
       });
     });
 
@@ -79,6 +79,7 @@ export function runCommands(program: Command): void {
     .option("--json", "log lines as JSON objects")
     .addOption(outputTailOption())
     .addOption(staleAfterOption())
+    .option("--give-up-after <duration>", "exit 1 once the log has been unreachable this long (say 30s, 5m); by default wait and retry for ever", parseDuration)
     .action((options: ServeOptions, command: Command) => {
       checkSinkUrl(command, options.url);
       return runCommand(async () => {
@@ -94,11 +95,16 @@ export function runCommands(program: Command): void {
           bodyLimit: options.bodyLimit,
           requestTimeoutMs: options.requestTimeoutMs,
           allowUnaddressed: options.allowUnaddressed ?? false,
+          unhealthy: () => {
+            const down = pipeline?.unavailable();
+            return down === undefined ? undefined : `the live runner cannot reach the log since ${new Date(down.since).toISOString()}: ${down.error}`;
+          },
           logLine: (line) => say({ event: "request", ...line }),
         });
         // Listen before anything starts in the background: a port in use or a host that
         // does not resolve ends the command at once, with the log closed, instead of
         // leaving a runner going with nothing to serve.
+        let pipeline: Pipeline | undefined;
         let address: string;
         try {
           address = await service.listen(options.host, options.port);
@@ -107,10 +113,11 @@ export function runCommands(program: Command): void {
           await log.close();
           throw listenError(options.host, options.port, error);
         }
-        const pipeline = startPipeline({
+        pipeline = startPipeline({
           log,
           ...(options.url ? { sinkUrl: options.url } : {}),
           ...foldOptions(options),
+          ...giveUp(options),
           report: (e: PipelineEvent) => {
             if (e.event === "turn") service.metrics.turnsDecided++;
             else if (e.event === "delivered") service.metrics.turnsDelivered++;
@@ -119,14 +126,14 @@ export function runCommands(program: Command): void {
           },
         });
         say({ event: "listening", address, db: redactUrl(options.db) });
+        const running = pipeline;
         void stopped(signal).then(async () => {
           await service.close();
-          await pipeline.stop();
+          await running.stop();
         });
-        await pipeline.done;
-        await log.close();
-        say({ event: "stopped", folded: pipeline.folded() });
-        return 0;
+        // A pipeline that fails takes the HTTP API down with it: nothing answers as if healthy.
+        running.done.catch(() => service.close());
+        return finish(running, log, say);
       });
     });
 }
@@ -146,4 +153,26 @@ function producerTokenOf(file: string | undefined): string {
   if (!token) throw new InputError("no producer token: set TURNFOLD_PRODUCER_TOKEN or pass --producer-token-file FILE");
   if (token.length < 16) throw new InputError("the producer token is too short: use at least 16 characters (say, 32 random bytes in base64)");
   return token;
+}
+
+function giveUp(options: RunOptions): { giveUpAfterMs?: number } {
+  return options.giveUpAfter === undefined ? {} : { giveUpAfterMs: options.giveUpAfter };
+}
+
+/**
+ * Waits for the pipeline: 0 when it was stopped (SIGINT, SIGTERM), 1 with a one-line reason
+ * when it failed (the log stayed unreachable past --give-up-after, say). Never 0 on a failure.
+ */
+async function finish(pipeline: Pipeline, log: TurnfoldLog, say: (fields: Record<string, unknown>) => void): Promise<number> {
+  try {
+    await pipeline.done;
+  } catch (error) {
+    await log.close().catch(() => undefined);
+    say({ event: "failed", folded: pipeline.folded(), error: (error as Error).message ?? String(error) });
+    process.stderr.write(`turnfold: ${(error as Error).message ?? String(error)}\n`);
+    return 1;
+  }
+  await log.close();
+  say({ event: "stopped", folded: pipeline.folded() });
+  return 0;
 }

@@ -4,6 +4,7 @@
  */
 import { Observable, type Subscription } from "rxjs";
 import type { EventType, Stored, TurnfoldEvent } from "./schema.js";
+import { isTransientStoreError } from "./transient.js";
 
 /** Where a read starts, how many events a page holds, and which type to keep. */
 export interface ReadOptions {
@@ -110,7 +111,9 @@ export function tailPaged(
           }
         } while (again && !closed);
       } catch (error) {
-        subscriber.error(error);
+        // A store that is down for now (a restart) is read again at the next wake-up, from
+        // where the tail was; anything else ends the tail.
+        if (!isTransientStoreError(error)) subscriber.error(error);
       } finally {
         running = false;
       }

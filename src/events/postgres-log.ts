@@ -344,7 +344,16 @@ export class PostgresLog implements EventStore {
   /** This handle's appends at once; other writers' commits by LISTEN/NOTIFY, with a slow poll behind it. */
   changes(): Observable<void> {
     void this.#listen();
-    return merge(this.#appended, interval(this.#pollMs).pipe(map(() => undefined)));
+    // Each poll also listens again if the listening connection was lost (a restart).
+    return merge(
+      this.#appended,
+      interval(this.#pollMs).pipe(
+        map(() => {
+          void this.#listen();
+          return undefined;
+        }),
+      ),
+    );
   }
 
   tail(options: { readonly from?: number } = {}) {
@@ -362,21 +371,28 @@ export class PostgresLog implements EventStore {
 
   /** One dedicated connection LISTENs for the whole handle; notifications wake every tail. */
   #listen(): Promise<pg.Client | undefined> {
-    this.#listener ??= (async () => {
+    if (this.#closed) return Promise.resolve(undefined);
+    const listening = (this.#listener ??= (async () => {
       const client = new pg.Client({ connectionString: this.#target.connectionString });
-      client.on("error", () => undefined);
+      // A lost connection (the server restarted) is let go: the next poll listens again.
+      const lost = () => {
+        if (this.#listener === listening) this.#listener = undefined;
+      };
+      client.on("error", lost);
+      client.on("end", lost);
       try {
         await client.connect();
         client.on("notification", () => this.#closed || this.#appended.next());
         await client.query(`LISTEN "${this.#layout.channel}"`);
         return client;
       } catch {
-        // Polling still wakes tails; a later open will listen again.
+        // Polling still wakes tails meanwhile.
+        lost();
         await client.end().catch(() => undefined);
         return undefined;
       }
-    })();
-    return this.#listener;
+    })());
+    return listening;
   }
 
   /** One write transaction under the log's lock; `insert` appends in it and notes that it did. */

@@ -11,6 +11,7 @@ import type { Stored, TurnfoldEvent } from "../events/schema.js";
 import type { Note } from "../reducers/decisions.js";
 import { Projection, type Output, type ProjectionOptions, type StatusLine } from "./project.js";
 import { fromRecord, toRecord } from "./dispatch-record.js";
+import { backoffMs, isTransientStoreError } from "../events/transient.js";
 
 /** Options of the live runner: those of the projection, plus how it waits and reads. */
 export interface LiveOptions extends ProjectionOptions {
@@ -23,6 +24,17 @@ export interface LiveOptions extends ProjectionOptions {
   readonly pageSize?: number;
   /** Told the seq of the last event folded, after each page (for a lag figure). */
   readonly progress?: (seq: number) => void;
+  /**
+   * Told once when the log becomes unreachable (a database restart, a cut connection, a
+   * lock held past the busy timeout): the runner then waits and tries again, with capped,
+   * jittered backoff, from where it was. Decisions stay exactly-once throughout: each is
+   * recorded by a conditional append.
+   */
+  readonly onUnavailable?: (error: unknown) => void;
+  /** Told when the log answers again, with how long it did not (ms). */
+  readonly onRecovered?: (downMs: number) => void;
+  /** The runner fails (the observable errors) once the log has been unreachable this long, in ms. Default: it never gives up. */
+  readonly giveUpAfterMs?: number;
 }
 
 /**
@@ -58,6 +70,28 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
   /** After a rebuild, what was emitted up to this seq is not emitted again. */
   let quietUntil = 0;
   const pageSize = options.pageSize ?? 1000;
+  let downSince: number | undefined;
+  /** Runs a read or an append of the log, waiting out an outage of the store (see `onUnavailable`). */
+  const guarded = async <T>(work: () => Promise<T>): Promise<T> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const result = await work();
+        if (downSince !== undefined) {
+          options.onRecovered?.(Date.now() - downSince);
+          downSince = undefined;
+        }
+        return result;
+      } catch (error) {
+        if (signal.aborted || !isTransientStoreError(error)) throw error;
+        downSince ??= (options.onUnavailable?.(error), Date.now());
+        const down = Date.now() - downSince;
+        if (options.giveUpAfterMs !== undefined && down >= options.giveUpAfterMs) {
+          throw new Error(`the log has been unreachable for ${Math.round(down / 100) / 10} s (${(error as Error).message}); giving up`, { cause: error });
+        }
+        await sleep(backoffMs(attempt), signal, () => undefined);
+      }
+    }
+  };
   /**
    * Decided but not yet seen recorded: each turn's record (keyed `drainSeq:index`) with the
    * ledger moves it implies, and the ledger drops of R13 (keyed `drop:ID`). They are
@@ -120,7 +154,7 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
   };
 
   while (!signal.aborted) {
-    const page = await log.readPage({ from: next, limit: pageSize });
+    const page = await guarded(() => log.readPage({ from: next, limit: pageSize }));
     for (const event of page) fold(event);
     if (page.length > 0) {
       next = page[page.length - 1]!.seq + 1;
@@ -133,7 +167,9 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
     if (flushed) decide(projection.flushDue(Date.now()), deadline);
     if (pending.size > 0) {
       // A conflict means someone appended meanwhile: read on, and decide again from there.
-      const appended = await log.appendAfter(next - 1, [...pending.values()].flat());
+      // An append whose answer was lost with the connection is tried again and meets a
+      // conflict (it did land): reading on then finds the record, and nothing is decided twice.
+      const appended = await guarded(() => log.appendAfter(next - 1, [...pending.values()].flat()));
       if (!appended.ok && flushed) {
         // The window was closed on the wall clock, but an event that belongs in it may be
         // among those that came meanwhile: that decision is void. Fold the log again from

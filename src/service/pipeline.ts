@@ -17,7 +17,9 @@ export type PipelineEvent =
   | { readonly event: "turn"; readonly seq: number; readonly session: string; readonly kind: string; readonly members: number }
   | { readonly event: "delivered"; readonly record: number; readonly session: string }
   | { readonly event: "retry"; readonly record: number; readonly session: string; readonly reason: string }
-  | { readonly event: "lag"; readonly folded: number; readonly last: number; readonly behind: number };
+  | { readonly event: "lag"; readonly folded: number; readonly last: number; readonly behind: number }
+  | { readonly event: "db-unavailable"; readonly error: string }
+  | { readonly event: "db-recovered"; readonly downMs: number };
 
 /** What the pipeline runs on and reports to. */
 export interface PipelineOptions {
@@ -32,6 +34,8 @@ export interface PipelineOptions {
   readonly report: (event: PipelineEvent) => void;
   /** How often to report the lag behind the log, in ms. Default 5000. */
   readonly lagEveryMs?: number;
+  /** Stop with an error once the log has been unreachable this long, in ms. Default: never (wait and retry). */
+  readonly giveUpAfterMs?: number;
 }
 
 /** A running pipeline: `stop()` finishes the delivery in flight, records nothing half-done, and resolves. */
@@ -39,8 +43,10 @@ export interface Pipeline {
   /** Seq of the last event the live runner folded. */
   readonly folded: () => number;
   stop(): Promise<void>;
-  /** Resolves when the pipeline stopped (by `stop()`, or by an error it could not survive). */
+  /** Resolves when the pipeline stopped by `stop()`; rejects with the error it could not survive. */
   readonly done: Promise<void>;
+  /** The log's outage in progress, if any: since when (ms since the epoch) and why. */
+  readonly unavailable: () => { readonly since: number; readonly error: string } | undefined;
 }
 
 /** Starts the live runner and, with a sink, the relay. */
@@ -50,11 +56,26 @@ export function startPipeline(options: PipelineOptions): Pipeline {
   const controller = new AbortController();
   let settle: { resolve: () => void; reject: (error: unknown) => void } = { resolve: () => undefined, reject: () => undefined };
   const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
-  const subscription: Subscription = liveTurns(log, { progress: (seq) => (folded = seq), ...(options.budget ? { budget: options.budget } : {}), ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}), ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}) }).subscribe({
+  let unavailable: { since: number; error: string } | undefined;
+  const subscription: Subscription = liveTurns(log, {
+    onUnavailable: (error) => {
+      unavailable = { since: Date.now(), error: (error as Error).message ?? String(error) };
+      report({ event: "db-unavailable", error: unavailable.error });
+    },
+    onRecovered: (downMs) => {
+      unavailable = undefined;
+      report({ event: "db-recovered", downMs });
+    },
+    ...(options.giveUpAfterMs !== undefined ? { giveUpAfterMs: options.giveUpAfterMs } : {}),
+    progress: (seq) => (folded = seq), ...(options.budget ? { budget: options.budget } : {}), ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}), ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}) }).subscribe({
     next: (output) => {
       if (output.type === "turn") report({ event: "turn", seq: output.seq, session: output.session, kind: output.kind, members: output.members.length });
     },
-    error: (error: unknown) => void stop().then(() => settle.reject(error)),
+    // The error is handed on before stopping: once stopped, `done` is settled.
+    error: (error: unknown) => {
+      settle.reject(error);
+      void stop();
+    },
   });
   const lag = setInterval(() => {
     void log.lastSeq().then(
@@ -86,7 +107,7 @@ export function startPipeline(options: PipelineOptions): Pipeline {
     })();
     return stopping;
   };
-  return { folded: () => folded, stop, done };
+  return { folded: () => folded, stop, done, unavailable: () => unavailable };
 }
 
 /** A sink that reports each accepted delivery. */

@@ -22,6 +22,7 @@ import type { Fate } from "../reducers/decisions.js";
 import { explanationText } from "../render/explain.js";
 import { SessionDirectory, bearer, newToken, sameSecret, tokenHash, type Access } from "./auth.js";
 import { ownerProblems, unaddressedField } from "./owners.js";
+import { isTransientStoreError } from "../events/transient.js";
 
 /** Limits and collaborators of the service. */
 export interface ServiceOptions {
@@ -44,6 +45,8 @@ export interface ServiceOptions {
    * Default false: such an event is refused with 400, naming the field.
    */
   readonly allowUnaddressed?: boolean;
+  /** Why the service is not healthy beyond what it sees itself (the live runner's outage), or undefined. */
+  readonly unhealthy?: () => string | undefined;
   /** One line per request (method, route, status, time): never a header or a body. */
   readonly logLine?: (line: { readonly method: string; readonly route: string; readonly status: number; readonly ms: number }) => void;
 }
@@ -262,6 +265,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     if (status === 413) return reply.code(413).send({ error: `the body is larger than ${options.bodyLimit ?? 1 << 20} bytes` });
     if (status === 415) return reply.code(415).send({ error: "send the body as Content-Type: application/json (or application/x-ndjson, one event per line, to /v1/events)" });
     if (status >= 400 && status < 500) return reply.code(status).send({ error: error.message });
+    // Nothing was appended: the producer may send the same request again.
+    if (isTransientStoreError(error)) return reply.code(503).send({ error: `the log is unreachable for now (${error.message}); nothing was appended, send it again` });
     return reply.code(500).send({ error: "internal error" });
   });
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: "no such endpoint" }));
@@ -420,7 +425,19 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     return { ...own, text: explanationText(own) };
   });
 
-  app.get("/healthz", async () => ({ ok: true, lastSeq: await log.lastSeq(), followed: applied }));
+  // 200 only when the log answers and the live runner is not waiting for it: a process
+  // manager or a load balancer must never see a healthy service that cannot decide turns.
+  app.get("/healthz", async (_request, reply) => {
+    let lastSeq: number;
+    try {
+      lastSeq = await log.lastSeq();
+    } catch (error) {
+      return reply.code(503).send({ ok: false, error: `the log is unreachable: ${(error as Error).message}` });
+    }
+    const reason = options.unhealthy?.();
+    if (reason !== undefined) return reply.code(503).send({ ok: false, error: reason, lastSeq, followed: applied });
+    return { ok: true, lastSeq, followed: applied };
+  });
 
   app.get("/metrics", async (_request, reply) => {
     const lines = [

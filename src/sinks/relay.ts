@@ -7,6 +7,7 @@
  */
 import type { EventOf, Stored } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
+import { isTransientStoreError } from "../events/transient.js";
 import { dispatchedTurn, type DispatchedTurn, type TurnSink } from "./sink.js";
 
 /** Backoff, polling, stopping and error reporting of the relay. */
@@ -106,7 +107,14 @@ export async function relay(log: EventStore, sink: TurnSink, options: RelayOptio
   };
 
   while (!options.signal?.aborted) {
-    await load();
+    // A store that is down for now is read again on the next round; what waits, waits.
+    const loaded = await load().then(
+      () => true,
+      (error: unknown) => {
+        if (!isTransientStoreError(error)) throw error;
+        return false;
+      },
+    );
     const now = clock();
     let waiting = 0;
     for (const lane of lanes.values()) {
@@ -114,7 +122,8 @@ export async function relay(log: EventStore, sink: TurnSink, options: RelayOptio
       waiting++;
       if (!lane.busy && now >= lane.retryAt) start(lane);
     }
-    if (options.untilIdle && waiting === 0 && inFlight === 0) break;
+    // Idle only when the log said so: an unreachable log is no reason to stop.
+    if (options.untilIdle && loaded && waiting === 0 && inFlight === 0) break;
     if (waiting === 0) progressAt = now;
     else if (options.giveUpAfterMs !== undefined && now - progressAt >= options.giveUpAfterMs) {
       gaveUp = true;
