@@ -93,6 +93,39 @@ add("handoff", { description: "a live owner hands a process over: its waiting it
 add("handoff", { description: "a handoff from a session that does not own the process is refused", rules: ["R35"], history: H().open("a").open("b").start("p", "a").add({ type: "process.handed-off", at: 0, process: "p", from: "b", to: "b" }).exit("p").drain("b").drain("a") });
 add("handoff", { description: "handed to a session that is not live, the items park, counting from the handoff", rules: ["R35", "R13"], history: H().open("child").open("parent").close("parent", "idle").completions("child", ["p"]).wait(500_000).add({ type: "process.handed-off", at: 0, process: "p", from: "child", to: "parent" }).wait(300_000).open("parent").drain("parent") });
 
+// More edges the project's own tests pin.
+add("consumption", { description: "a completion a CLI skips for a poll may still go to another session that may take it", rules: ["R7", "R12"], history: H().open("c", "cli").open("t").completions(undefined, ["free"]).poll("free").drain("c", "cli-idle").input("c").drain("t") });
+add("consumption", { description: "an exit with no start notifies; a consumption of a later run of the same id suppresses only that run", rules: ["R7"], history: H().open("s1").exit("bare", 0, { owner: "s1" }).drain("s1").start("job", "s1").exit("job").drain("s1").start("job", "s1").consume("job", "kill").exit("job", null, { reason: "killed" }).drain("s1") });
+add("grouping", { description: "a diagnostic is a barrier too", rules: ["R2"], history: H().open("s1").completions("s1", ["a"]).start("w", "s1", { notify: false }).add({ type: "watch.disabled", at: 0, process: "w", reason: "lifetime", suppressed: 0 }).completions("s1", ["b"]).drain("s1") });
+add("grouping", { description: "a watch hit's text names the pattern, the process and its command, and the lines the cooldown held back", rules: ["R6"], textExact: true, history: H().open("s1").start("srv", "s1", { command: "npm run dev" }).add({ type: "watch.matched", at: 0, process: "srv", pattern: "ERROR", output: "ERROR: port in use", suppressed: 2 }).drain("s1") });
+add("delegations", { description: "a delegation result's text: status and duration, goal, summary, error, then each task", rules: ["R6"], textExact: true, history: H().open("s1").add({ type: "delegation.dispatched", at: 0, delegation: "d1", owner: "s1", goals: ["look", "fix"] }).add({ type: "delegation.completed", at: 0, delegation: "d1", status: "partial", summary: "one of two", error: "fix failed", durationMs: 95_000, results: [{ status: "completed", summary: "found it" }, { status: "failed", error: "no write access" }] }).drain("s1") });
+add("delegations", { description: "a delegation with no dispatch record is adopted by nobody; one settled by the ledger makes no turn", rules: ["R11", "R26"], history: H().open("s1").delegationDone("orphan").delegate("d1", "s1").delegationDone("d1").add({ type: "delegation.claimed", at: 0, delegation: "d1", claim: "c1" }).add({ type: "delegation.delivered", at: 0, delegation: "d1", claim: "c1" }).drain("s1") });
+add("ownership", { description: "a session closed for a timeout, then by the user, drops what was parked for it", rules: ["R13"], history: H().open("s1").close("s1", "timeout").completions("s1", ["p"]).close("s1", "user").open("s1").drain("s1") });
+add("ownership", { description: "an unaddressed item admitted by a CLI session that closes goes back for others", rules: ["R12", "R13"], history: H().open("c", "cli").open("t").completions(undefined, ["free"]).drain("c", "cli-idle").close("c", "idle").drain("t") });
+add("ownership", { description: "the parking lot holds 32 items in all: the oldest is evicted first", rules: ["R13"], history: (() => {
+  const h = H();
+  for (const owner of ["a", "b", "c", "d", "e"]) h.open(owner).close(owner, "idle");
+  for (let i = 0; i < 33; i++) h.completions(["a", "b", "c", "d", "e"][i % 5]!, [`q${i + 1}`]);
+  for (const owner of ["a", "b", "c", "d", "e"]) h.open(owner).drain(owner);
+  return h;
+})() });
+add("notices", { description: "a notice after its completion was consumed goes to its owner, never to the unaddressed pool", rules: ["R11", "R12"], history: H().open("s1").open("s2").completions("s1", ["p"]).consume("p").heartbeat("p").drain("s2").drain("s1") });
+add("notices", { description: "a notice after its completion was dropped with its owner's user close goes to nobody else", rules: ["R13"], history: H().open("s1").open("s2").start("p", "s1").close("s1", "user").exit("p").watch("p").drain("s2") });
+add("restarts", { description: "a watch hit of a first run, still queued when the id starts again, keeps the first run's command", rules: ["R6"], textExact: true, history: H().open("s1").start("job", "s1", { command: "make first" }).watch("job").start("job", "s1", { command: "make second" }).drain("s1") });
+add("gateway", { description: "completions 150 ms apart are two messages, a lone one its own text", rules: ["R28"], textExact: true, history: H().open("g", "gateway", { route } as never).completions("g", ["a"]).wait(150).completions("g", ["b"]).wait(1_000).drain("g") });
+add("gateway", { description: "two routes interleaved never mix", rules: ["R28"], history: H().open("g1", "gateway", { route } as never).open("g2", "gateway", { route: { ...route, chatId: "-200" } } as never).completions("g1", ["a"]).completions("g2", ["b"]).completions("g1", ["c"]).wait(1_000).drain("g1") });
+add("gateway", { description: "12 entries within one window show 10 in detail, outputs cut to their last 800 characters, and count the other 2", rules: ["R28"], textExact: true, history: (() => {
+  const h = H().open("g", "gateway", { route } as never);
+  for (let i = 1; i <= 12; i++) h.start(`p${i}`, "g");
+  // All twelve exits at one instant (the builder spaces events 10 ms apart otherwise).
+  const at = h.now + 1_000;
+  for (let i = 1; i <= 12; i++) h.events.push({ type: "process.exited", at, process: `p${i}`, exitCode: i === 3 ? 1 : 0, reason: "exited", output: `${"x".repeat(900)} end of p${i}`, seq: h.events.length + 1 } as never);
+  h.events.push({ type: "drain", at: at + 1_000, session: "g", consumer: "tui-poller", seq: h.events.length + 1 } as never);
+  return h;
+})() });
+add("gateway", { description: "delegation results of one route ready together are one message", rules: ["R28"], history: H().open("g", "gateway", { route } as never).delegate("d1", "g").delegate("d2", "g").delegationDone("d1").delegationDone("d2").wait(1_000).drain("g") });
+add("budget", { description: "compression hands the successor the same bucket: a new key is no way around the budget", rules: ["R30", "R14"], history: H().open("s1", "tui", { budget: { capacity: 1, refillMs: minute } } as never).completions("s1", ["a"]).drain("s1").compress("s1", "s1b").completions("s1b", ["b"]).drain("s1b").wait(minute).drain("s1b") });
+
 const strip = (h: History) => h.events.map(({ seq: _seq, ...event }) => event);
 for (const [group, specs] of Object.entries(groups)) {
   const cases = specs.map((spec) => {

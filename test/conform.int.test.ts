@@ -54,7 +54,8 @@ describe("turnfold conform against turnfold replay - --json", () => {
   }, 120_000);
 
   it("agrees on 300 generated histories", async () => {
-    const run = await cliAsync(["conform", "--runs", "300", "--seed", "20261201", "--cmd", replayCmd, "--json"]);
+    // A generous timeout: the whole test command runs beside it, on two cores.
+    const run = await cliAsync(["conform", "--runs", "300", "--seed", "20261201", "--timeout-ms", "60000", "--cmd", replayCmd, "--json"]);
     expect(run.code, run.stdout.slice(0, 3000)).toBe(0);
     expect(report(run.stdout).generated).toMatchObject({ runs: 300, seed: 20261201 });
     expect(run.stderr).toContain("300 generated histories, seed 20261201");
@@ -73,6 +74,15 @@ describe("turnfold conform finds what a wrong implementation gets wrong", () => 
     expect(text.stdout).toMatch(/^generated: a difference \(seed 7\), shrunk to \d+ events:/m);
     expect(text.stdout).toContain("turnfold's turns:");
   }, 300_000);
+
+  it("a difference that does not come again is still reported, as first seen, marked as not repeated", async () => {
+    const run = await cliAsync(["conform", "--server", "--runs", "300", "--seed", "7", "--no-text", "--json", "--cmd", `${fixture("wrong.mjs")} flaky-once`]);
+    expect(run.code).toBe(1);
+    const failure = report(run.stdout).generated!.failure! as { repeated: boolean; difference?: unknown };
+    expect(failure.repeated).toBe(false);
+    expect(failure.difference).toBeDefined();
+    expect(run.stderr).toContain("it did not come again when run again");
+  }, 120_000);
 
   it("and the suite shows each of them too", async () => {
     for (const mode of ["drops-failures", "ignores-consumption", "foreign-drain"]) {

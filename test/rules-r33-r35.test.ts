@@ -68,6 +68,13 @@ describe("R33: superseded runs", () => {
     expect(brief(unaddressed)).toEqual([]);
   });
 
+  it("judges the replaced process by its latest run: an earlier run's item released later does not take the later run's record with it (found by the R33 property)", () => {
+    const h = new History().open("s0").start("p1", "s0").exit("p1").start("p1", undefined, { replaces: "p1" }).close("s0", "user").start("p2", undefined, { replaces: "p1" }).open("s1").exit("p1").drain("s1");
+    // The second run of p1 has no owner, like p2: p2 takes it over, and its late exit reaches nobody.
+    expect(brief(h)).toEqual([]);
+    expect(explain(h.events, "p1").items.flatMap((s) => s.fates.map((f) => f.what))).toContain("superseded");
+  });
+
   it("drops a replaced item waiting in a gateway window", () => {
     const route = { platform: "slack", chatType: "dm", chatId: "c1" };
     const h = new History().add({ type: "session.opened", at: 0, session: "g", surface: "gateway", route }).start("old", "g").exit("old").start("new", "g", { replaces: "old" }).wait(1_000).drain("g");

@@ -74,7 +74,7 @@ async function conform(options: ConformOptions): Promise<number> {
       const seed = options.seed ?? Math.floor(Math.random() * 2 ** 31);
       say(`conform: ${options.runs} generated histories, seed ${seed}`);
       generated = await runGenerated(impl, { runs: options.runs, seed, text: options.text, jobs, progress: (n) => n % 25 === 0 && say(`conform: ${n}/${options.runs} histories`) });
-      if (generated.failure) say(`conform: a difference after ${generated.runs} histories; shrunk it in ${generated.failure.shrinks} steps`);
+      if (generated.failure) say(`conform: a difference after ${generated.runs} histories; ${generated.failure.repeated ? `shrunk it in ${generated.failure.shrinks} steps` : "it did not come again when run again (flaky?), so it is shown as first seen"}`);
     }
     const failed = (cases?.filter((r) => !r.verdict.ok).length ?? 0) + (generated?.failure ? 1 : 0);
     await writeOut(options.json ? JSON.stringify(jsonReport(cases, generated)) + "\n" : textReport(cases, generated));
@@ -101,7 +101,7 @@ function jsonReport(cases: CaseResult[] | undefined, generated: GeneratedResult 
           generated: {
             runs: generated.runs,
             seed: generated.seed,
-            failure: generated.failure && { events: generated.failure.events, expected: generated.failure.expected, shrinks: generated.failure.shrinks, ...verdictJson(generated.failure.verdict) },
+            failure: generated.failure && { events: generated.failure.events, expected: generated.failure.expected, shrinks: generated.failure.shrinks, repeated: generated.failure.repeated, ...verdictJson(generated.failure.verdict) },
           },
         }
       : {}),

@@ -70,6 +70,8 @@ export interface GeneratedFailure {
   readonly verdict: Exclude<Verdict, { ok: true }>;
   /** How many smaller histories fast-check tried on the way. */
   readonly shrinks: number;
+  /** False when the difference did not come again when the history was run again (a flaky implementation). */
+  readonly repeated: boolean;
 }
 
 export interface GeneratedResult {
@@ -93,13 +95,17 @@ export async function runGenerated(impl: Implementation, options: { readonly run
   // The same values, in the same order, as fc.check draws with this seed.
   const plans = fc.sample(arbitrary, { numRuns: options.runs, seed: options.seed });
   let first = -1;
+  let firstVerdict: Exclude<Verdict, { ok: true }> | undefined;
   let ran = 0;
   await inTurn(
     plans.length,
     options.jobs ?? 1,
     async (i) => {
       const verdict = await check(interpret(plans[i]!));
-      if (!verdict.ok && (first === -1 || i < first)) first = i;
+      if (!verdict.ok && (first === -1 || i < first)) {
+        first = i;
+        firstVerdict = verdict;
+      }
       options.progress?.(++ran);
     },
     (i) => first !== -1 && i > first,
@@ -107,9 +113,14 @@ export async function runGenerated(impl: Implementation, options: { readonly run
   if (first === -1) return { runs: ran, seed: options.seed, failure: undefined };
   const property = fc.asyncProperty(arbitrary, async (plan) => (await check(interpret(plan))).ok);
   const details = await fc.check(property, { seed: options.seed, path: String(first), numRuns: options.runs, interruptAfterTimeLimit: 10 * 60_000 });
-  // A failure that does not come again (a flaky implementation) is reported as it was first seen.
-  const shrunk = details.failed && details.counterexample !== null ? interpret(details.counterexample[0]) : interpret(plans[first]!);
+  if (!details.failed || details.counterexample === null) {
+    // It did not fail again (a flaky implementation, or one that timed out under load): it
+    // is reported as it was first seen, unshrunk, never dropped.
+    const seen = interpret(plans[first]!);
+    return { runs: first + 1, seed: options.seed, failure: { events: withoutSeqs(seen), expected: expectedTurns(seen), verdict: firstVerdict!, shrinks: 0, repeated: false } };
+  }
+  const shrunk = interpret(details.counterexample[0]);
   const verdict = await check(shrunk);
-  if (verdict.ok) return { runs: first + 1, seed: options.seed, failure: undefined };
-  return { runs: first + 1, seed: options.seed, failure: { events: withoutSeqs(shrunk), expected: expectedTurns(shrunk), verdict, shrinks: details.numShrinks } };
+  const failure = verdict.ok ? { verdict: firstVerdict!, repeated: false } : { verdict, repeated: true };
+  return { runs: first + 1, seed: options.seed, failure: { events: withoutSeqs(shrunk), expected: expectedTurns(shrunk), shrinks: details.numShrinks, ...failure } };
 }

@@ -38,7 +38,10 @@ export function insertInOrder(queue: Item[], item: Item): void {
 export function release(state: State, item: Item): void {
   if (item.member === null) return;
   if (item.kind === "completion") {
-    forgetProcess(state, item.member, item.owner);
+    // The record goes only if it is this completion's own run: a later start of the same id
+    // made a record of its own, which an earlier run's item must not take with it.
+    const current = state.processes.get(item.member);
+    if (current === undefined || current === item.context || current.startedAt === item.context.startedAt) forgetProcess(state, item.member, item.owner);
   } else if (item.event.type === "delegation.completed") {
     state.delegations.delete(item.member);
     state.settled.add(item.member);
