@@ -24,7 +24,7 @@ copyFileSync(join(suiteDir, "grouping.json"), join(smallSuite, "grouping.json"))
 interface Report {
   ok: boolean;
   cases?: { total: number; agreed: number; failed: { group: string; description: string; problem?: string; detail?: string; difference?: unknown }[] };
-  generated?: { runs: number; seed: number; failure?: { events: object[]; shrinks: number; difference?: { field: string } } };
+  generated?: { runs: number; seed: number; failure?: { events: object[]; shrinks: number; repeated: boolean; difference?: { field: string } } };
 }
 
 const report = (stdout: string) => JSON.parse(stdout) as Report;
@@ -78,7 +78,7 @@ describe("turnfold conform finds what a wrong implementation gets wrong", () => 
   it("a difference that does not come again is still reported, as first seen, marked as not repeated", async () => {
     const run = await cliAsync(["conform", "--server", "--runs", "300", "--seed", "7", "--no-text", "--json", "--cmd", `${fixture("wrong.mjs")} flaky-once`]);
     expect(run.code).toBe(1);
-    const failure = report(run.stdout).generated!.failure! as { repeated: boolean; difference?: unknown };
+    const failure = report(run.stdout).generated!.failure!;
     expect(failure.repeated).toBe(false);
     expect(failure.difference).toBeDefined();
     expect(run.stderr).toContain("it did not come again when run again");

@@ -1,0 +1,104 @@
+/**
+ * The live path under the faults a SQLite log and a sink produce: another process holding
+ * the write lock past the busy timeout (waited out, decided once), and a sink that fails
+ * for a while (decided at full speed meanwhile, then delivered once each, in order).
+ */
+import { spawn } from "node:child_process";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { readAll } from "../src/events/log.js";
+import type { TurnfoldEvent } from "../src/events/schema.js";
+import { openLog } from "../src/open.js";
+import { liveTurns } from "../src/projections/live.js";
+import { replay } from "../src/projections/replay.js";
+import { verifyRecorded } from "../src/projections/verify.js";
+import { startPipeline, type PipelineEvent } from "../src/service/pipeline.js";
+import { tempDir } from "./support/tmp.js";
+
+const dir = tempDir("turnfold-faults-");
+let n = 0;
+const fresh = () => join(dir, `faults-${n++}.sqlite`);
+const until = async (what: string, ok: () => boolean, ms = 20_000) => {
+  const deadline = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+const exit = (process: string, owner: string): TurnfoldEvent => ({ type: "process.exited", at: Date.now(), process, exitCode: 0, reason: "exited", output: process, owner });
+
+describe("a SQLite lock held by another process past the busy timeout", () => {
+  it("is waited out: the runner says so once, decides when the lock goes, and records the turn once", async () => {
+    const path = fresh();
+    const writer = await openLog(path);
+    await writer.append([{ type: "session.opened", at: Date.now(), session: "s1", surface: "tui" }, exit("p1", "s1"), { type: "drain", at: Date.now(), session: "s1", consumer: "tui-poller" }]);
+    // Another process takes the write lock for 1.5 s, far past this log's 100 ms busy timeout.
+    const locker = spawn(process.execPath, [join(import.meta.dirname, "fixtures", "locker.mjs"), path, "1500"], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    locker.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    await until("the lock", () => out.includes("locked"));
+    // The runner reads (WAL lets it) and decides; recording the turn needs the lock.
+    const log = await openLog(path, { busyTimeoutMs: 100 });
+    const said: string[] = [];
+    const turns: string[] = [];
+    const subscription = liveTurns(log, { onUnavailable: (e) => said.push(`down: ${(e as { code?: string }).code}`), onRecovered: () => said.push("up") }).subscribe((o) => {
+      if (o.type === "turn") turns.push(o.members.join(","));
+    });
+    await until("the lock released", () => out.includes("released"));
+    await until("the turn", () => turns.length === 1);
+    await new Promise((r) => setTimeout(r, 300));
+    subscription.unsubscribe();
+    expect(turns).toEqual(["p1"]);
+    expect(said).toEqual(["down: SQLITE_BUSY", "up"]);
+    const events = await readAll(log);
+    expect(events.filter((e) => e.type === "notification.dispatched")).toHaveLength(1);
+    expect(verifyRecorded(events, replay(events).turns)).toMatchObject({ ok: true });
+    await log.close();
+    await writer.close();
+  }, 30_000);
+});
+
+describe("a sink that answers 500 for a while, then 200", () => {
+  it("never holds up deciding, and gets every record once, in order per session", async () => {
+    let failing = true;
+    const got: { key: string; session: string; seq: number }[] = [];
+    const sink: Server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (c: Buffer) => (body += c.toString()));
+      req.on("end", () => {
+        if (failing) {
+          res.statusCode = 500;
+          return res.end("down");
+        }
+        const turn = JSON.parse(body) as { session: string; recordSeq: number };
+        got.push({ key: String(req.headers["idempotency-key"]), session: turn.session, seq: turn.recordSeq });
+        res.end("ok");
+      });
+    });
+    await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(sink.address() as AddressInfo).port}/turns`;
+    const log = await openLog(fresh());
+    const seen: PipelineEvent[] = [];
+    const pipeline = startPipeline({ log, sinkUrl: url, report: (e) => seen.push(e), lagEveryMs: 60_000 });
+    await log.append(["a", "b"].map((s) => ({ type: "session.opened", at: Date.now(), session: s, surface: "tui" }) as TurnfoldEvent));
+    for (let i = 0; i < 30; i++) {
+      await log.append([exit(`p${i}`, i % 2 ? "a" : "b"), { type: "drain", at: Date.now(), session: i % 2 ? "a" : "b", consumer: "tui-poller" }]);
+    }
+    // Every turn is decided and recorded while the sink fails.
+    await until("30 turns recorded", () => seen.filter((e) => e.event === "turn").length === 30);
+    await until("the sink's refusals", () => seen.some((e) => e.event === "retry"));
+    expect(got).toEqual([]);
+    failing = false;
+    await until("30 deliveries", () => got.length === 30, 30_000);
+    await pipeline.stop();
+    sink.close();
+    expect(new Set(got.map((g) => g.key)).size).toBe(30);
+    for (const session of ["a", "b"]) {
+      const seqs = got.filter((g) => g.session === session).map((g) => g.seq);
+      expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
+    }
+    await log.close();
+  }, 60_000);
+});
