@@ -5,13 +5,13 @@
  */
 import type { EventOf, Stored } from "../events/schema.js";
 
-type Record = EventOf<"notification.dispatched">;
+type DispatchRecordEvent = EventOf<"notification.dispatched">;
 
 /** A status line as its record carries it. */
-export type SinkStatusLine = NonNullable<Record["statusLines"]>[number];
+export type SinkStatusLine = NonNullable<DispatchRecordEvent["statusLines"]>[number];
 
 /** What a sink receives: a dispatch record's fields, keyed for idempotency. */
-export type DispatchedTurn = Pick<Record, "session" | "consumer" | "kind" | "members" | "text" | "identities" | "entryTexts"> & {
+export type DispatchedTurn = Pick<DispatchRecordEvent, "session" | "consumer" | "kind" | "members" | "text" | "identities" | "entryTexts"> & {
   /** Idempotency key: the log's id and the seq of the dispatch record. */
   readonly key: string;
   readonly recordSeq: number;
@@ -20,7 +20,7 @@ export type DispatchedTurn = Pick<Record, "session" | "consumer" | "kind" | "mem
 };
 
 /** The turn a sink receives for a stored record of the log `logId`. */
-export function dispatchedTurn(logId: string, record: Stored<Record>): DispatchedTurn {
+export function dispatchedTurn(logId: string, record: Stored<DispatchRecordEvent>): DispatchedTurn {
   return {
     key: `${logId}:${record.seq}`,
     recordSeq: record.seq,
