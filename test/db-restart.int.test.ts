@@ -10,7 +10,7 @@ import { readAll } from "../src/events/log.js";
 import { openLog } from "../src/open.js";
 import { cliAsync, cliLive } from "./support/cli.js";
 import { privateCluster, privateClusterUnavailable, type PrivateCluster } from "./support/private-postgres.js";
-import { call, openStream, producerToken, serve } from "./support/serve.js";
+import { call, openStream, producerToken, serve, type Served } from "./support/serve.js";
 
 const unavailable = privateClusterUnavailable();
 if (unavailable !== undefined && process.env.CI === "true") throw new Error(`a private PostgreSQL cluster is needed here: ${unavailable}`);
@@ -33,6 +33,23 @@ describe.skipIf(unavailable !== undefined)(`a PostgreSQL restart under the live 
   it("serve rides it out: 503 while down, then nothing lost, nothing twice, and the records verify", async () => {
     const url = `${cluster.url}?schema=restart`;
     const server = await serve(url);
+    try {
+      await ridesItOut(server, url);
+    } catch (error) {
+      // What the server said is the first thing to read when this fails.
+      throw new Error(`${(error as Error).message}\n--- serve's stderr ---\n${server.stderr().slice(-4000)}`, { cause: error });
+    } finally {
+      if (server.proc.exitCode === null) server.proc.kill("SIGTERM");
+      // A test that stopped the cluster and then failed must not leave it stopped for the next.
+      try {
+        cluster.start();
+      } catch {
+        // it is running
+      }
+    }
+  }, 180_000);
+
+  async function ridesItOut(server: Served, url: string): Promise<void> {
     let exited = false;
     void server.exited.then(() => (exited = true));
     const opened = await call(server.url, "POST", "/v1/sessions", producerToken, { session: "s1", surface: "tui" });
@@ -43,7 +60,7 @@ describe.skipIf(unavailable !== undefined)(`a PostgreSQL restart under the live 
     let stop = false;
     let refusedWhileDown = 0;
     const producer = (async () => {
-      while (!stop) {
+      while (!stop && server.proc.exitCode === null) {
         const id = `p${n++}`;
         const exit: TurnfoldEvent = { type: "process.exited", at: Date.now(), process: id, exitCode: 0, reason: "exited", output: `out ${id}`, owner: "s1" };
         const answer = await call(server.url, "POST", "/v1/events", producerToken, [exit]).catch(() => ({ status: 0 }));
@@ -93,7 +110,7 @@ describe.skipIf(unavailable !== undefined)(`a PostgreSQL restart under the live 
     expect(await server.exited).toBe(0);
     const verified = await cliAsync(["replay", url, "--verify"]);
     expect(verified.code, verified.stderr).toBe(0);
-  }, 180_000);
+  }
 
   it("run --give-up-after 2s exits 1 with the reason within the limit and a second, once the database stays gone", async () => {
     const url = `${cluster.url}?schema=giveup`;
@@ -107,6 +124,7 @@ describe.skipIf(unavailable !== undefined)(`a PostgreSQL restart under the live 
     const code = await exited;
     const took = Date.now() - stoppedAt;
     cluster.start();
+    if (code !== 1) throw new Error(`run exited ${code}:\n${stderr.slice(-3000)}`);
     expect(code).toBe(1);
     expect(took).toBeLessThan(2_000 + 1_000 + 1_500); // the limit, a second, and the poll that notices
     const reason = stderr.split("\n").find((line) => line.startsWith("turnfold: the log has been unreachable"));

@@ -11,6 +11,7 @@ const transientCodes: ReadonlySet<string> = new Set([
   "ETIMEDOUT",
   "EHOSTUNREACH",
   "ENETUNREACH",
+  "ECONNABORTED",
   // PostgreSQL: the server is shutting down or starting, or the connection broke.
   "57P01",
   "57P02",
@@ -25,7 +26,8 @@ const transientCodes: ReadonlySet<string> = new Set([
   "SQLITE_LOCKED",
 ]);
 
-const transientMessages = /connection terminated|connection ended unexpectedly|terminating connection|timeout exceeded when trying to connect|the database system is (starting up|shutting down)|Connection refused|Client has encountered a connection error/i;
+const transientMessages =
+  /connection terminated|connection ended unexpectedly|terminating connection|timeout exceeded when trying to connect|the database system is (starting up|shutting down|in recovery mode)|Connection refused|Client has encountered a connection error|is not queryable|has been ended by the other party|socket hang up|read ECONNRESET/i;
 
 /** True when `error` (or its cause) says the store is unreachable for now, not that the request was wrong. */
 export function isTransientStoreError(error: unknown): boolean {
