@@ -99,8 +99,12 @@ function connectError(target: Target, error: unknown): Error {
 export async function openPostgresLog(target: string, options: PostgresLogOptions = {}): Promise<PostgresLog> {
   const parsed = parseTarget(target);
   const pool = new pg.Pool({ connectionString: parsed.connectionString, max: options.poolSize ?? 10 });
-  // An idle client's error (the server restarted, say) must not crash the process.
+  // A client's error (the server restarted, say) must not crash the process: the pool
+  // listens on idle clients only, so every client gets a listener of its own when it
+  // connects (a checked-out one between two statements would otherwise throw an unhandled
+  // 'error' event). A query in flight still fails, and callers treat that as an outage.
   pool.on("error", () => undefined);
+  pool.on("connect", (client) => client.on("error", () => undefined));
   const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
   try {
     await sql`SELECT 1`.execute(db);
