@@ -204,3 +204,11 @@ describe("the new rules change nothing in a log that does not use them", () => {
     expect(brief(cli)).toEqual(["c2:completions:free"]);
   });
 });
+
+describe("pinned by the properties", () => {
+  it("R13: a user close of a key never opened (an ignored second successor) drops what was parked for it (found by the R13 property)", () => {
+    const h = new History().open("s0").open("s1").compress("s0", "s0c1").compress("s0", "s0c2").start("p3", "s0c2").watch("p3").close("s0c2", "user").open("s0c2").drain("s1").drain("s0c1").drain("s0c2");
+    expect(brief(h)).toEqual([]);
+    expect(fates(h, "p3")).toEqual(["parked", "dropped"]);
+  });
+});

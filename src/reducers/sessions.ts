@@ -75,8 +75,13 @@ export function sessionCompressed(state: State, e: Stored<EventOf<"session.compr
 }
 
 export function sessionClosed(state: State, e: Stored<EventOf<"session.closed">>, out: Decisions): void {
-  const session = state.sessions.get(e.session);
-  if (session === undefined) return;
+  let session = state.sessions.get(e.session);
+  if (session === undefined) {
+    // A key the fold never saw opened (an owner key of items parked for it, say) is closed
+    // all the same: closed by the user, what waits for it is dropped, now and later (R13).
+    session = newSession(e.session);
+    state.sessions.set(e.session, session);
+  }
   if (session.closed !== undefined) {
     // Closed for idleness, then by the user: what was parked for it is now terminal (R13).
     if (e.reason === "user" && session.closed !== "user") {
