@@ -20,7 +20,10 @@ const versionOf = (dir: string, name: string) =>
 let packed: string[] = [];
 
 beforeAll(() => {
-  const out = execFileSync("npm", ["pack", "--json", "--pack-destination", scratch], { cwd: repo, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  // --ignore-scripts: `npm test` has built dist already, and the `prepare` script would
+  // rebuild it under the feet of the test files running beside this one (their children
+  // import dist: one crashed half-way through loading a module being rewritten).
+  const out = execFileSync("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", scratch], { cwd: repo, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
   const [info] = JSON.parse(out.slice(out.indexOf("["))) as { filename: string; files: { path: string }[] }[];
   packed = info!.files.map((f) => f.path);
   const own = (name: string) => `^${versionOf(repo, name)}`;
