@@ -22,11 +22,10 @@ export type OwnerProblem = { readonly index: number; readonly field: string; rea
  * log's and those set earlier in the batch), or undefined when it has one or makes no
  * item. Values that are not events pass: validation names what is wrong with them.
  */
-export function unaddressedField(value: unknown, owners: ProcessOwners, batch: ReadonlyMap<string, string> | readonly never[]): { field: string; reason: string } | undefined {
+export function unaddressedField(value: unknown, owners: ProcessOwners, batch: ReadonlyMap<string, string> = new Map()): { field: string; reason: string } | undefined {
   if (typeof value !== "object" || value === null) return undefined;
   const event = value as { type?: unknown; process?: unknown; owner?: unknown };
-  const known = (process: unknown) =>
-    typeof process === "string" && ((batch instanceof Map && batch.has(process)) || owners.ownerOf(process) !== undefined);
+  const known = (process: unknown) => typeof process === "string" && (batch.has(process) || owners.ownerOf(process) !== undefined);
   switch (event.type) {
     case "process.started":
       return event.owner === undefined ? { field: "owner", reason: "required here: name the session that owns this process" } : undefined;

@@ -301,7 +301,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     if (body.length === 0) throw new HttpError(400, { error: "no events in the body" });
     if (!options.allowUnaddressed) {
       // The owners this batch leans on may have been appended by another server just now.
-      if (body.some((event) => unaddressedField(event, directory, []) !== undefined)) await appliedUpTo(await log.lastSeq());
+      if (body.some((event) => unaddressedField(event, directory) !== undefined)) await appliedUpTo(await log.lastSeq());
       const problems = ownerProblems(body, directory);
       // An event that is not valid is named by validation first, in its own words.
       if (problems.length > 0) await rejectInvalid(body);
