@@ -140,6 +140,20 @@ describe("R18: a headless session's items are read on request", () => {
     expect(projection.ready("api1")).toEqual(first);
     expect(projection.ready("someone-else")).toEqual([]);
   });
+
+  it("R7, R33: leaves out what no drain would send: a completion consumed, or superseded by a later run, after it became ready", () => {
+    const projection = new Projection();
+    const events = log(
+      open("s1"),
+      started("p1", "s1"), exited("p1"),
+      started("p2", "s1"), exited("p2"), { type: "process.consumed", process: "p2", act: "wait" },
+      started("p3", "s1"), exited("p3"), { type: "process.started", process: "p4", owner: "s1", command: "run p4", notify: true, replaces: "p3" },
+    );
+    for (const e of events) projection.push(e);
+    expect(projection.ready("s1").map((r) => r.member)).toEqual(["p1"]);
+    // And a drain takes exactly what was listed.
+    expect(projection.push({ ...drain("s1"), at: 99, seq: events.length + 1 } as unknown as Stored).filter((o) => o.type === "turn").map((t) => (t as { members: readonly string[] }).members)).toEqual([["p1"]]);
+  });
 });
 
 describe("turn kinds and texts nothing asserted before", () => {

@@ -8,6 +8,7 @@ import { Budget, type Stored, type TurnKind } from "../events/schema.js";
 import { describeIssue, valueAt } from "../events/validate.js";
 import type { Decisions, Dispatch, Note, OverBudget } from "../reducers/decisions.js";
 import { step } from "../reducers/reduce.js";
+import { stillSendable } from "../reducers/drain.js";
 import { flushGateway, nextGatewayDeadline } from "../reducers/gateway.js";
 import { lineageTip } from "../reducers/ownership.js";
 import { createState, defaultGateway, turnKindOf, type GatewayOptions, type Item, type ParkingLimits, type State } from "../reducers/state.js";
@@ -160,13 +161,15 @@ export class Projection {
 
   /**
    * What is ready for a session right now (R18: how a headless surface reads its items):
-   * the items a drain of it would take, in log order, with their kinds and titles. Reading
-   * dispatches nothing and consumes nothing. A retired key reads its lineage's live tip.
+   * the items a drain of it would take, in log order, with their kinds and titles: not one
+   * the agent already took (R7) or a later run superseded (R33). Reading dispatches nothing
+   * and consumes nothing. A retired key reads its lineage's live tip.
    */
   ready(session: string): ReadyItem[] {
     const tip = lineageTip(this.#state, session);
     if (tip === undefined) return [];
     return [...tip.queue, ...this.#state.unaddressed]
+      .filter((item) => stillSendable(this.#state, item))
       .sort((a, b) => a.seq - b.seq)
       .map((item) => ({ seq: item.seq, member: item.member, kind: turnKindOf(item.kind), title: this.#renderer.title(item) }));
   }

@@ -26,6 +26,11 @@ export function isCliConsumer(consumer: string): boolean {
 }
 
 
+/** Whether a drain could still send this item: not consumed, superseded or settled elsewhere meanwhile. */
+export function stillSendable(state: State, item: Item): boolean {
+  return moot(state, item) === undefined;
+}
+
 /** Why an item can no longer be sent, or undefined while it still can. */
 function moot(state: State, item: Item, proc = item.kind === "completion" ? state.processes.get(item.member!) : undefined): Fate | undefined {
   if (state.superseded.size > 0 && item.member !== null && item.kind !== "delegation") {
