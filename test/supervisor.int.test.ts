@@ -207,3 +207,80 @@ describe("secrets (redaction)", () => {
     expect(bytes).not.toContain(token.slice(4, 24));
   });
 });
+
+describe("a result being taken is consumed in the same append as the exit (R7, R22)", () => {
+  /** A log that remembers which events went in together. */
+  async function recording() {
+    const path = join(dir, `batch-${n++}.sqlite`);
+    const log = await openLog(path);
+    const batches: string[][] = [];
+    const append = log.append.bind(log);
+    log.append = (events) => {
+      batches.push(events.map((e) => (e.type === "process.consumed" ? `consumed:${(e as { act: string }).act}` : e.type)));
+      return append(events);
+    };
+    return { log, batches, supervisor: new Supervisor({ log }) };
+  }
+
+  it("an exit that comes while wait() waits goes in one append with its wait consumption", async () => {
+    const { log, batches, supervisor } = await recording();
+    const id = supervisor.start({ command: "sleep 0.2; echo done" });
+    const waited = await supervisor.wait(id, 10_000);
+    expect(waited).toMatchObject({ exited: true, exitCode: 0, output: "done\n" });
+    await supervisor.flush();
+    expect(batches).toEqual([["process.started"], ["process.exited", "consumed:wait"]]);
+    await finish(log, supervisor);
+  });
+
+  it("two callers waiting at once both get the exit, consumed once", async () => {
+    const { log, batches, supervisor } = await recording();
+    const id = supervisor.start({ command: "sleep 0.2" });
+    const [a, b] = await Promise.all([supervisor.wait(id, 10_000), supervisor.wait(id, 10_000)]);
+    expect(a.exited && b.exited).toBe(true);
+    await supervisor.flush();
+    expect(batches).toEqual([["process.started"], ["process.exited", "consumed:wait"]]);
+    await finish(log, supervisor);
+  });
+
+  it("an exit a kill caused goes in one append with its kill consumption", async () => {
+    const { log, batches, supervisor } = await recording();
+    const id = supervisor.start({ command: "sleep 30" });
+    const exit = await supervisor.kill(id);
+    expect(exit.reason).toBe("killed");
+    await supervisor.flush();
+    expect(batches).toEqual([["process.started"], ["process.exited", "consumed:kill"]]);
+    await finish(log, supervisor);
+  });
+
+  it("a wait that timed out, or whose caller gave up, takes nothing, whenever the exit comes", async () => {
+    const { log, batches, supervisor } = await recording();
+    const id = supervisor.start({ command: "sleep 0.3" });
+    expect(await supervisor.wait(id, 20)).toEqual({ exited: false, process: id });
+    const gaveUp = new AbortController();
+    const waiting = supervisor.wait(id, 10_000, gaveUp.signal);
+    gaveUp.abort();
+    expect(await waiting).toEqual({ exited: false, process: id });
+    await supervisor.exited(id);
+    await supervisor.flush();
+    expect(batches).toEqual([["process.started"], ["process.exited"]]);
+    // Once it has exited, a wait returns it and consumes it in an append of its own.
+    expect(await supervisor.wait(id, 10)).toMatchObject({ exited: true });
+    await supervisor.flush();
+    expect(batches.at(-1)).toEqual(["consumed:wait"]);
+    await finish(log, supervisor);
+  });
+
+  it("with identify, a start names the supervisor and the child by pid and start time", async () => {
+    const path = join(dir, `identify-${n++}.sqlite`);
+    const log = await openLog(path);
+    const supervisor = new Supervisor({ log, identify: true });
+    const id = supervisor.start({ command: "sleep 0.1" });
+    const pid = supervisor.list().find((p) => p.process === id)!.pid!;
+    await supervisor.exited(id);
+    const [start] = ofType(await readAll(log), "process.started");
+    expect(start).toMatchObject({ supervisorPid: process.pid, pid });
+    expect(start!.supervisorStart).toMatch(/^\d+$/);
+    expect(start!.pidStart).toMatch(/^\d+$/);
+    await finish(log, supervisor);
+  });
+});

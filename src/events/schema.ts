@@ -97,6 +97,15 @@ export const ProcessStarted = event("process.started", {
   handoffNote: z.string().optional(),
   /** R33: the process this run takes over (a restarted job); its later items are dropped. */
   replaces: id.optional(),
+  /**
+   * Who supervises the child (pid and start time, as `/proc` tells them), so a later
+   * supervisor of the same session can tell that this one died and the child was lost.
+   */
+  supervisorPid: z.number().int().positive().optional(),
+  supervisorStart: z.string().optional(),
+  /** The child's own pid and start time, so what is left of a lost child can be ended. */
+  pid: z.number().int().positive().optional(),
+  pidStart: z.string().optional(),
 });
 /** R35: `from` gives a process to `to` (a subagent handing its running work to its parent). */
 export const ProcessHandedOff = event("process.handed-off", {

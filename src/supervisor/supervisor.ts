@@ -10,6 +10,7 @@ import type { TurnfoldEvent } from "../events/schema.js";
 import { LineSplitter, OutputBuffer, stripAnsi } from "./output.js";
 import { createRedactor, type Redactor } from "../events/redact.js";
 import { WatchLimiter, type WatchEffect, type WatchPolicy } from "./watch.js";
+import { currentProcess, processStart, type ProcessIdentity } from "../ledger/process-identity.js";
 
 /** What to run, for whom, and what to watch. */
 export interface StartOptions {
@@ -55,6 +56,27 @@ export interface SupervisorOptions {
    * false and call `tick()` with their own clock.
    */
   readonly timers?: boolean;
+  /**
+   * Record in each `process.started` who supervises the child and the child itself (pid and
+   * start time of both), so that a later supervisor of the same session can tell a child
+   * whose supervisor died (and kill what is left of it) from one that still runs. Off by
+   * default.
+   */
+  readonly identify?: boolean;
+  /** Told every chunk of every child's output, as it comes (after ANSI codes are stripped, before redaction). */
+  readonly onOutput?: (process: string, chunk: string) => void;
+}
+
+/** A supervised process as `list()` shows it. */
+export interface SupervisedProcess {
+  readonly process: string;
+  readonly command: string;
+  readonly owner: string | undefined;
+  /** The child's pid; undefined when it never started. */
+  readonly pid: number | undefined;
+  readonly startedAt: number;
+  /** Its exit, once it has one. */
+  readonly exit: ExitResult | undefined;
 }
 
 /** How a process ended: exit code, reason, output tail. */
@@ -95,6 +117,12 @@ interface Managed {
   beats: number;
   readonly startedAt: number;
   killSource: string | undefined;
+  /** Callers of `wait` waiting for the exit right now. */
+  waiters: number;
+  /** True once `kill` was asked to end it. */
+  killing: boolean;
+  /** The consumption appended with the exit, in the same append, when a waiter or a kill was there to take it. */
+  consumedAtExit: "wait" | "kill" | undefined;
   result: ExitResult | undefined;
   readonly exited: Promise<ExitResult>;
   resolveExit(result: ExitResult): void;
@@ -110,6 +138,8 @@ export class Supervisor {
   readonly #watch: WatchLimiter;
   readonly #processes = new Map<string, Managed>();
   readonly #timer: NodeJS.Timeout | undefined;
+  readonly #identity: ProcessIdentity | undefined;
+  readonly #onOutput: ((process: string, chunk: string) => void) | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   #next = 0;
 
@@ -122,6 +152,8 @@ export class Supervisor {
     this.#bufferChars = options.bufferChars ?? 200_000;
     this.#killGraceMs = options.killGraceMs ?? 2000;
     this.#watch = new WatchLimiter(options.watchPolicy);
+    this.#identity = options.identify ? currentProcess() : undefined;
+    this.#onOutput = options.onOutput;
     if (options.timers ?? true) this.#timer = setInterval(() => this.tick(), 1000).unref();
   }
 
@@ -146,20 +178,6 @@ export class Supervisor {
     }
     const now = this.#clock();
     const command = this.#redact(options.command);
-    void this.#append([
-      {
-        type: "process.started",
-        at: now,
-        process: id,
-        command,
-        notify: options.notify ?? true,
-        ...(options.owner !== undefined ? { owner: options.owner } : {}),
-        ...(options.watch?.length ? { watch: [...options.watch] } : {}),
-        ...(options.ownerTask !== undefined ? { ownerTask: options.ownerTask } : {}),
-        ...(options.handoffNote !== undefined ? { handoffNote: this.#redact(options.handoffNote) } : {}),
-        ...(options.replaces !== undefined ? { replaces: options.replaces } : {}),
-      },
-    ]);
     let child: ChildProcess | undefined;
     let spawnError: Error | undefined;
     try {
@@ -173,6 +191,22 @@ export class Supervisor {
     } catch (error) {
       spawnError = error as Error;
     }
+    // Queued before anything the child can cause, so the start still comes first in the log.
+    void this.#append([
+      {
+        type: "process.started",
+        at: now,
+        process: id,
+        command,
+        notify: options.notify ?? true,
+        ...(options.owner !== undefined ? { owner: options.owner } : {}),
+        ...(options.watch?.length ? { watch: [...options.watch] } : {}),
+        ...(options.ownerTask !== undefined ? { ownerTask: options.ownerTask } : {}),
+        ...(options.handoffNote !== undefined ? { handoffNote: this.#redact(options.handoffNote) } : {}),
+        ...(options.replaces !== undefined ? { replaces: options.replaces } : {}),
+        ...(this.#identity !== undefined ? identityFields(this.#identity, child?.pid) : {}),
+      },
+    ]);
     let resolveExit!: (r: ExitResult) => void;
     const managed: Managed = {
       id,
@@ -188,6 +222,9 @@ export class Supervisor {
       beats: 0,
       startedAt: now,
       killSource: undefined,
+      waiters: 0,
+      killing: false,
+      consumedAtExit: undefined,
       result: undefined,
       exited: new Promise<ExitResult>((resolve) => (resolveExit = resolve)),
       resolveExit: (r) => resolveExit(r),
@@ -216,6 +253,7 @@ export class Supervisor {
   #output(m: Managed, which: 0 | 1, chunk: string): void {
     const clean = stripAnsi(chunk);
     m.buffer.append(clean);
+    this.#onOutput?.(m.id, clean);
     for (const line of m.splitters[which].push(clean)) this.#line(m, line);
   }
 
@@ -239,6 +277,10 @@ export class Supervisor {
     const output = this.#redact(reason === "failedStart" && tail.text === "" && source ? source : tail.text);
     const result: ExitResult = { process: m.id, exitCode, reason, output, outputCut: tail.cut };
     m.result = result;
+    // A result someone is taking right now (a `wait` in progress, a `kill`) is consumed in
+    // the same append as the exit: no drain can see the exit without its consumption.
+    m.consumedAtExit = m.killing ? "kill" : m.waiters > 0 ? "wait" : undefined;
+    const consumed: TurnfoldEvent[] = m.consumedAtExit === undefined ? [] : [{ type: "process.consumed", at: this.#clock(), process: m.id, act: m.consumedAtExit }];
     void this.#append([
       {
         type: "process.exited",
@@ -252,6 +294,7 @@ export class Supervisor {
         ...(m.owner !== undefined ? { owner: m.owner } : {}),
         command: m.command,
       },
+      ...consumed,
     ]).then(() => m.resolveExit(result));
   }
 
@@ -266,13 +309,31 @@ export class Supervisor {
     return this.#get(id).exited;
   }
 
-  /** R22: waits up to `timeoutMs`; an exit returned to the caller is consumed. */
-  async wait(id: string, timeoutMs: number): Promise<WaitResult> {
+  /**
+   * R22: waits up to `timeoutMs` (or until `signal` aborts); an exit returned to the caller
+   * is consumed. An exit that comes while the caller waits is appended together with its
+   * consumption.
+   */
+  async wait(id: string, timeoutMs: number, signal?: AbortSignal): Promise<WaitResult> {
     const m = this.#get(id);
+    if (m.result !== undefined) {
+      const result = await m.exited;
+      await this.#append([{ type: "process.consumed", at: this.#clock(), process: id, act: "wait" }]);
+      return { exited: true, ...result };
+    }
+    m.waiters++;
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
+    // A caller that gave up (the signal) stops waiting as at the timeout: it takes nothing.
+    const timeout = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), timeoutMs);
+      signal?.addEventListener("abort", () => resolve(undefined), { once: true });
+    });
     const result = await Promise.race([m.exited, timeout]);
     clearTimeout(timer);
+    m.waiters--;
+    // The exit came while this caller waited (its append may still be on the way): it was
+    // consumed with it, so it is this caller's to return.
+    if (m.consumedAtExit !== undefined) return { exited: true, ...(result ?? (await m.exited)) };
     if (result === undefined) return { exited: false, process: id };
     await this.#append([{ type: "process.consumed", at: this.#clock(), process: id, act: "wait" }]);
     return { exited: true, ...result };
@@ -288,11 +349,27 @@ export class Supervisor {
     return { text: this.#redact(text), offset, next: end, total: m.buffer.total, exited, atEnd };
   }
 
-  /** R22: SIGTERM, then SIGKILL after the grace period; returns the exit, consumed as a kill. */
+  /**
+   * R22: SIGTERM, then SIGKILL after the grace period; returns the exit, consumed as a kill
+   * (in the same append as the exit when the kill ended it).
+   */
   async kill(id: string, source = "kill"): Promise<ExitResult> {
-    const result = await this.#terminate(this.#get(id), source);
-    await this.#append([{ type: "process.consumed", at: this.#clock(), process: id, act: "kill" }]);
+    const m = this.#get(id);
+    const runningBefore = m.result === undefined;
+    if (runningBefore) m.killing = true;
+    const result = await this.#terminate(m, source);
+    if (!runningBefore || m.consumedAtExit === undefined) await this.#append([{ type: "process.consumed", at: this.#clock(), process: id, act: "kill" }]);
     return result;
+  }
+
+  /** Whether this supervisor runs (or ran) a process with this id. */
+  has(id: string): boolean {
+    return this.#processes.has(id);
+  }
+
+  /** Every process this supervisor started, in start order, running or ended. */
+  list(): SupervisedProcess[] {
+    return [...this.#processes.values()].map((m) => ({ process: m.id, command: m.command, owner: m.owner, pid: m.child?.pid, startedAt: m.startedAt, exit: m.result }));
   }
 
   async #terminate(m: Managed, source: string): Promise<ExitResult> {
@@ -351,6 +428,17 @@ export class Supervisor {
     await Promise.all([...this.#processes.values()].filter((m) => m.result === undefined).map((m) => this.#terminate(m, "supervisor closing")));
     await this.flush();
   }
+}
+
+/** The `process.started` fields that name the supervisor and the child (see `SupervisorOptions.identify`). */
+function identityFields(supervisor: ProcessIdentity, childPid: number | undefined) {
+  const childStart = childPid === undefined ? undefined : processStart(childPid);
+  return {
+    supervisorPid: supervisor.pid,
+    supervisorStart: supervisor.start,
+    ...(childPid !== undefined ? { pid: childPid } : {}),
+    ...(childStart !== undefined ? { pidStart: childStart } : {}),
+  };
 }
 
 function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
