@@ -9,7 +9,7 @@ import { Observable } from "rxjs";
 import type { EventLog } from "../events/log.js";
 import type { Stored, TurnfoldEvent } from "../events/schema.js";
 import type { Note } from "../reducers/decisions.js";
-import { Projection, type Output, type ProjectionOptions, type StatusLine } from "./project.js";
+import { Projection, type Output, type ProjectionOptions, type ReadyItem, type StatusLine } from "./project.js";
 import { fromRecord, toRecord } from "./dispatch-record.js";
 import { backoffMs, isTransientStoreError } from "../events/transient.js";
 
@@ -35,6 +35,18 @@ export interface LiveOptions extends ProjectionOptions {
   readonly onRecovered?: (downMs: number) => void;
   /** The runner fails (the observable errors) once the log has been unreachable this long, in ms. Default: it never gives up. */
   readonly giveUpAfterMs?: number;
+  /**
+   * Told, each time the runner has caught up and has nothing left to record, the seq it has
+   * folded up to: every turn decided by the events up to there is recorded and emitted. The
+   * view answers questions about that point (what waits for a session) and must not be kept.
+   */
+  readonly idle?: (seq: number, view: LiveView) => void;
+}
+
+/** What a caller of the live runner may ask about the fold at an idle point: nothing it could change. */
+export interface LiveView {
+  /** What a drain of this session would take now, in log order (see `Projection.ready`). */
+  ready(session: string): ReadyItem[];
 }
 
 /**
@@ -42,7 +54,7 @@ export interface LiveOptions extends ProjectionOptions {
  * status line as its turn is decided. Unsubscribe to stop.
  *
  * @example
- * const log = await openSqliteLog("agent.sqlite");
+ * const log = await openLog("agent.sqlite");
  * liveTurns(log).subscribe((out) => out.type === "turn" && console.log(out.text));
  */
 export function liveTurns(log: EventLog, options: LiveOptions = {}): Observable<Output> {
@@ -185,6 +197,7 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
       changed = false;
       continue;
     }
+    options.idle?.(next - 1, { ready: (session) => projection.ready(session) });
     await sleep(options.pollMs ?? 25, signal, (w) => (wake = w));
   }
   changes.unsubscribe();
