@@ -8,6 +8,7 @@ import { explainCommand } from "./explain.js";
 import { exportCommand } from "./export.js";
 import { importCommand } from "./import.js";
 import { inventoryCommands } from "./inventory.js";
+import { mcpCommand } from "./mcp.js";
 import { probeCommand } from "./probe.js";
 import { replayCommand } from "./replay.js";
 import { reportCommand } from "./report.js";
@@ -48,6 +49,7 @@ sinkCommand(program);
 relayCommand(program);
 runCommands(program);
 conformCommand(program);
+mcpCommand(program);
 
 // No command at all is bad usage (exit 2), with the help on stderr, as every other misuse.
 if (process.argv.length <= 2) {

@@ -1,0 +1,125 @@
+/** `turnfold mcp`: background processes with turnfold's rules, as an MCP server on stdio. */
+import { randomBytes } from "node:crypto";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { mkdirSync } from "node:fs";
+import { InvalidArgumentError, Option, type Command } from "commander";
+import { redactUrl } from "../events/urls.js";
+import { pushModes, type PushMode } from "../mcp/modes.js";
+import { openLog } from "../open.js";
+import { runCommand, stopSignal, stopped } from "./io.js";
+import { outputTailOption, parseDuration, positiveInt, staleAfterOption } from "./options.js";
+
+interface McpOptions {
+  db?: string;
+  session?: string;
+  push: PushMode;
+  pollMs: number;
+  outputTail?: number;
+  staleAfter?: number;
+  giveUpAfter?: number;
+}
+
+/** Where turnfold keeps its state: `$XDG_STATE_HOME/turnfold`, else `~/.local/state/turnfold`. */
+export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
+  const base = env["XDG_STATE_HOME"]?.trim() ? env["XDG_STATE_HOME"] : join(homedir(), ".local", "state");
+  return join(base, "turnfold");
+}
+
+const sessionKey = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
+
+function parseSession(value: string): string {
+  if (!sessionKey.test(value)) throw new InvalidArgumentError(`expected a session key of letters, digits and . _ : @ - (at most 128, starting with a letter or digit), got "${value}"`);
+  return value;
+}
+
+const help = `
+One server is one agent session: hosts start one per conversation, and it speaks MCP on
+stdin and stdout only (its log lines go to stderr). Its tools: start_process, wait_process,
+read_process_output, kill_process, list_processes, take_notifications.
+
+Push modes:
+  none      nothing is pushed; the model calls take_notifications (any host)
+  channel   Claude Code channels: each turn as a notifications/claude/channel message
+  resource  the resource turnfold://session/KEY/inbox: subscribers hear when it changes,
+            and a read of it takes the turns (hosts that support resource subscriptions)
+
+The log: --db, else TURNFOLD_DB, else $XDG_STATE_HOME/turnfold/turnfold.sqlite
+(~/.local/state/turnfold/turnfold.sqlite without XDG_STATE_HOME). A PostgreSQL URL lets
+several hosts share one log.
+
+Register it:
+  Claude Code   claude mcp add turnfold -- npx turnfold mcp --push channel
+  Codex         [mcp_servers.turnfold] with command = "npx", args = ["turnfold", "mcp"]
+                in ~/.codex/config.toml
+  Gemini CLI    "mcpServers": { "turnfold": { "command": "npx", "args": ["turnfold", "mcp"] } }
+                in ~/.gemini/settings.json
+
+Afterwards: turnfold sessions --db LOG, turnfold replay LOG --verify, turnfold report LOG.
+`;
+
+export function mcpCommand(program: Command): void {
+  program
+    .command("mcp")
+    .description("an MCP server on stdio: background processes for an agent host, with turnfold's rules")
+    .option("--db <log>", "the log: a SQLite file or a postgres:// URL (default: TURNFOLD_DB, else turnfold.sqlite in the state folder)")
+    .option("--session <key>", "resume this session key (default: a new key, printed on stderr)", parseSession)
+    .addOption(new Option("--push <mode>", "how turns reach the host on their own").choices(pushModes).default("none"))
+    .option("--poll-ms <ms>", "how often the channel mode drains", positiveInt, 250)
+    .addOption(outputTailOption())
+    .addOption(staleAfterOption())
+    .option("--give-up-after <duration>", "exit 1 once the log has been unreachable this long (say 30s, 5m); by default wait and retry for ever", parseDuration)
+    .addHelpText("after", help)
+    .action((options: McpOptions) =>
+      runCommand(async () => {
+        const signal = stopSignal();
+        const target = options.db ?? process.env["TURNFOLD_DB"] ?? defaultLog();
+        const log = await openLog(target, { create: true });
+        const session = options.session ?? `mcp-${randomBytes(4).toString("hex")}`;
+        const say = (fields: Record<string, unknown>) => {
+          const { event, ...rest } = fields;
+          process.stderr.write(`turnfold mcp: ${String(event)} ${Object.entries(rest).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(" ")}\n`);
+        };
+        // Loaded here: the SDK is for this command only.
+        const [{ startMcpServer }, { StdioServerTransport }] = await Promise.all([import("../mcp/server.js"), import("@modelcontextprotocol/sdk/server/stdio.js")]);
+        const server = await startMcpServer(
+          {
+            log,
+            session,
+            push: options.push,
+            pollMs: options.pollMs,
+            spoolDir: join(stateDir(), "spool", log.logId, encodeURIComponent(session)),
+            report: (e) => say({ ...e }),
+            ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}),
+            ...(options.staleAfter !== undefined ? { staleAfterMs: options.staleAfter } : {}),
+            ...(options.giveUpAfter !== undefined ? { giveUpAfterMs: options.giveUpAfter } : {}),
+          },
+          new StdioServerTransport(),
+        );
+        say({ event: "ready", session, push: options.push, db: redactUrl(target) });
+        // The host ends the conversation by closing our stdin (or with a signal).
+        const hostGone = new Promise<void>((resolve) => {
+          process.stdin.once("end", resolve);
+          process.stdin.once("close", resolve);
+        });
+        const outcome = await Promise.race([stopped(signal).then(() => "stopped" as const), hostGone.then(() => "stopped" as const), server.failed.catch((error: unknown) => error as Error)]);
+        if (outcome !== "stopped") {
+          say({ event: "failed", error: outcome.message });
+          await server.close().catch(() => undefined);
+          await log.close().catch(() => undefined);
+          process.stderr.write(`turnfold: ${outcome.message}\n`);
+          return 1;
+        }
+        await server.close();
+        await log.close();
+        say({ event: "stopped", session });
+        return 0;
+      }),
+    );
+}
+
+function defaultLog(): string {
+  const dir = stateDir();
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return join(dir, "turnfold.sqlite");
+}

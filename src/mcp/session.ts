@@ -1,0 +1,337 @@
+/**
+ * One agent session as `turnfold mcp` runs it, free of any protocol: its children (a
+ * `Supervisor`), the live runner that decides and records its turns, and the hand-over of
+ * those turns to the agent.
+ *
+ * A drain is appended only at the moment turns are handed over (a push tick, an inbox
+ * read, a `take_notifications` call), so the log's dispatch records are the turns the
+ * agent was given. Each record is marked delivered (sink `mcp:SESSION`) once handed over;
+ * a later server of the session hands over what an earlier one recorded but never handed,
+ * and nothing it handed twice.
+ */
+import { statSync } from "node:fs";
+import type { Subscription } from "rxjs";
+import type { EventOf, Stored } from "../events/schema.js";
+import type { EventStore } from "../events/store.js";
+import { liveTurns, type LiveView } from "../projections/live.js";
+import type { ReadyItem } from "../projections/project.js";
+import { Supervisor, type ExitResult, type LogPage, type WaitResult } from "../supervisor/supervisor.js";
+import { readHistory, reportLost } from "./recovery.js";
+import { OutputSpool } from "./spool.js";
+
+type DispatchRecord = Stored<EventOf<"notification.dispatched">>;
+
+/** A turn handed to the agent: what it says, and which record of the log it is. */
+export interface HandedTurn {
+  /** Seq of the drain that decided it. */
+  readonly seq: number;
+  /** Seq of its `notification.dispatched` record. */
+  readonly record: number;
+  readonly kind: string;
+  readonly members: readonly string[];
+  readonly text: string;
+}
+
+/** What `start` is given (validated at the edge that calls it). */
+export interface StartRequest {
+  readonly command: string;
+  readonly cwd?: string;
+  readonly watch?: readonly string[];
+  readonly notify?: boolean;
+}
+
+/** A process of this session as `list` shows it. */
+export interface ListedProcess {
+  readonly process: string;
+  readonly command: string;
+  readonly state: "running" | "finished";
+  readonly pid: number | null;
+  readonly exitCode: number | null;
+  readonly reason: ExitResult["reason"] | null;
+}
+
+/** Something `turnfold mcp` says on stderr. */
+export type SessionEvent =
+  | { readonly event: "session"; readonly session: string; readonly resumed: boolean; readonly lost: readonly string[] }
+  | { readonly event: "db-unavailable"; readonly error: string }
+  | { readonly event: "db-recovered"; readonly downMs: number };
+
+/** How an agent session is opened. */
+export interface AgentSessionOptions {
+  readonly log: EventStore;
+  readonly session: string;
+  /** Folder for the children's output spool (see `OutputSpool`). */
+  readonly spoolDir: string;
+  readonly report?: (event: SessionEvent) => void;
+  readonly outputTail?: number;
+  readonly staleAfterMs?: number;
+  /** Stop (see `failed`) once the log has been unreachable this long, in ms. Default: never. */
+  readonly giveUpAfterMs?: number;
+  /** How long a hand-over waits for the runner to catch up, in ms. Default 10000. */
+  readonly catchUpMs?: number;
+}
+
+/** The error of a tool call that names a process this session does not have. */
+export class NoSuchProcess extends Error {
+  override readonly name = "NoSuchProcess";
+  constructor(id: string) {
+    // Another session's process gets exactly this answer too: nothing tells them apart.
+    super(`no such process: ${JSON.stringify(id)} (list_processes shows this session's processes)`);
+  }
+}
+
+/** One agent session: start it with `open`, end it with `close`. */
+export class AgentSession {
+  readonly session: string;
+  readonly #log: EventStore;
+  readonly #supervisor: Supervisor;
+  readonly #spool: OutputSpool;
+  readonly #sink: string;
+  readonly #catchUpMs: number;
+  #next: number;
+  #runner: Subscription | undefined;
+  #idleSeq = 0;
+  #ready: ReadyItem[] = [];
+  readonly #idleWaiters: { seq: number; resolve: () => void }[] = [];
+  readonly #changeListeners: (() => void)[] = [];
+  #delivered: Set<number> = new Set();
+  #cursor = 1;
+  /** Records of this session not yet handed over, oldest first. */
+  readonly #waiting: DispatchRecord[] = [];
+  #queue: Promise<unknown> = Promise.resolve();
+  #failure: Error | undefined;
+  readonly #failed: Promise<never>;
+  #fail!: (error: Error) => void;
+
+  private constructor(options: AgentSessionOptions, lastIndex: number) {
+    this.session = options.session;
+    this.#log = options.log;
+    this.#sink = `mcp:${options.session}`;
+    this.#catchUpMs = options.catchUpMs ?? 10_000;
+    this.#next = lastIndex;
+    this.#spool = new OutputSpool(options.spoolDir);
+    this.#supervisor = new Supervisor({ log: options.log, identify: true, onOutput: (id, chunk) => this.#spool.write(id, chunk) });
+    this.#failed = new Promise<never>((_, reject) => (this.#fail = reject));
+    this.#failed.catch(() => undefined);
+  }
+
+  /**
+   * Opens (or, with a key used before, resumes) the session: reports the children a dead
+   * server of it left behind as lost, appends `session.opened`, and starts deciding.
+   */
+  static async open(options: AgentSessionOptions): Promise<AgentSession> {
+    const history = await readHistory(options.log, options.session);
+    const agent = new AgentSession(options, history.lastIndex);
+    const at = Date.now();
+    const lost = await reportLost(options.log, history.lost, agent.#spool, options.outputTail ?? 2000, at);
+    await options.log.append([{ type: "session.opened", at, session: options.session, surface: "tui" }]);
+    agent.#delivered = new Set(await options.log.deliveredTo(agent.#sink));
+    agent.#startRunner(options);
+    options.report?.({ event: "session", session: options.session, resumed: history.known, lost });
+    return agent;
+  }
+
+  #startRunner(options: AgentSessionOptions): void {
+    this.#runner = liveTurns(this.#log, {
+      ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}),
+      ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}),
+      ...(options.giveUpAfterMs !== undefined ? { giveUpAfterMs: options.giveUpAfterMs } : {}),
+      onUnavailable: (error) => options.report?.({ event: "db-unavailable", error: (error as Error).message ?? String(error) }),
+      onRecovered: (downMs) => options.report?.({ event: "db-recovered", downMs }),
+      idle: (seq, view) => this.#idle(seq, view),
+    }).subscribe({
+      error: (error: unknown) => {
+        this.#failure = error instanceof Error ? error : new Error(String(error));
+        this.#fail(this.#failure);
+        for (const waiter of this.#idleWaiters.splice(0)) waiter.resolve();
+      },
+    });
+  }
+
+  /** Rejects when the session cannot go on (the live runner failed: the log stayed unreachable). */
+  get failed(): Promise<never> {
+    return this.#failed;
+  }
+
+  #idle(seq: number, view: LiveView): void {
+    const before = this.#ready.length;
+    this.#idleSeq = seq;
+    this.#ready = view.ready(this.session);
+    for (let i = this.#idleWaiters.length - 1; i >= 0; i--) {
+      const waiter = this.#idleWaiters[i]!;
+      if (waiter.seq <= seq) {
+        this.#idleWaiters.splice(i, 1);
+        waiter.resolve();
+      }
+    }
+    if (this.#ready.length > 0 && this.#ready.length !== before) for (const listener of this.#changeListeners) listener();
+  }
+
+  /** Resolves once the runner has decided and recorded everything up to `seq`. */
+  #caughtUp(seq: number): Promise<void> {
+    if (this.#failure) return Promise.reject(this.#failure);
+    if (this.#idleSeq >= seq) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the log did not answer within ${this.#catchUpMs / 1000} s: try again`)), this.#catchUpMs);
+      this.#idleWaiters.push({
+        seq,
+        resolve: () => {
+          clearTimeout(timer);
+          if (this.#failure) reject(this.#failure);
+          else resolve();
+        },
+      });
+    });
+  }
+
+  /** Called when items become ready for this session (as the runner sees them). */
+  onReady(listener: () => void): void {
+    this.#changeListeners.push(listener);
+  }
+
+  /** How many items wait for this session, as of the runner's last idle point. */
+  get readyCount(): number {
+    return this.#ready.length;
+  }
+
+  /** Starts a child owned by this session. */
+  start(request: StartRequest): { process: string; pid: number | null } {
+    if (request.cwd !== undefined) checkFolder(request.cwd);
+    const id = `${this.session}.${++this.#next}`;
+    this.#supervisor.start({
+      id,
+      command: request.command,
+      owner: this.session,
+      notify: request.notify ?? true,
+      ...(request.watch?.length ? { watch: request.watch } : {}),
+      ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
+    });
+    void this.#supervisor.exited(id).then(() => this.#spool.remove(id));
+    const listed = this.#supervisor.list().find((p) => p.process === id);
+    return { process: id, pid: listed?.pid ?? null };
+  }
+
+  #own(id: string): void {
+    if (!this.#supervisor.has(id)) throw new NoSuchProcess(id);
+  }
+
+  /** Waits for a child's exit; a returned exit is consumed (with the exit itself when it comes during the wait). */
+  wait(id: string, timeoutMs: number, signal?: AbortSignal): Promise<WaitResult> {
+    this.#own(id);
+    return this.#supervisor.wait(id, timeoutMs, signal);
+  }
+
+  /** A page of a child's output; a page that reaches the end of a finished child's output consumes it. */
+  read(id: string, offset: number, limit: number): Promise<LogPage> {
+    this.#own(id);
+    return this.#supervisor.log(id, { offset, limit });
+  }
+
+  /** Ends a child; its exit is consumed as a kill. */
+  kill(id: string): Promise<ExitResult> {
+    this.#own(id);
+    return this.#supervisor.kill(id, "kill_process");
+  }
+
+  /** This session's children that run, or that finished and were not handed over yet (as of now: the runner catches up first). */
+  async list(): Promise<ListedProcess[]> {
+    await this.#supervisor.flush();
+    await this.#caughtUp(await this.#log.lastSeq());
+    await this.#collect();
+    const waiting = new Set<string>();
+    for (const item of this.#ready) if (item.member !== null) waiting.add(item.member);
+    for (const record of this.#waiting) for (const member of record.members) waiting.add(member);
+    return this.#supervisor
+      .list()
+      .filter((p) => p.exit === undefined || waiting.has(p.process))
+      .map((p) => ({
+        process: p.process,
+        command: p.command,
+        state: p.exit === undefined ? "running" : "finished",
+        pid: p.pid ?? null,
+        exitCode: p.exit?.exitCode ?? null,
+        reason: p.exit?.reason ?? null,
+      }));
+  }
+
+  /**
+   * Drains now (when anything is ready) and hands every turn of this session not yet handed
+   * over to `hand`; each is marked delivered once `hand` resolved. `fresh` first waits for
+   * the runner to fold everything the log holds (a call from the agent wants the state of
+   * now); a push tick goes by the runner's last idle point. One hand-over at a time.
+   */
+  take(hand: (turns: readonly HandedTurn[]) => Promise<void>, fresh = true): Promise<readonly HandedTurn[]> {
+    const next = this.#queue.then(() => this.#take(hand, fresh));
+    this.#queue = next.catch(() => undefined);
+    return next;
+  }
+
+  async #take(hand: (turns: readonly HandedTurn[]) => Promise<void>, fresh: boolean): Promise<readonly HandedTurn[]> {
+    if (fresh) {
+      await this.#supervisor.flush();
+      await this.#caughtUp(await this.#log.lastSeq());
+    }
+    if (this.#ready.length > 0) {
+      const [seq] = await this.#log.append([{ type: "drain", at: Date.now(), session: this.session, consumer: "tui-poller" }]);
+      await this.#caughtUp(seq!);
+    }
+    await this.#collect();
+    if (this.#waiting.length === 0) return [];
+    const records = this.#waiting.slice();
+    const turns = records.map(handed);
+    await hand(turns);
+    for (const record of records) {
+      await this.#log.markDelivered(this.#sink, record.seq, Date.now());
+      this.#delivered.add(record.seq);
+    }
+    this.#waiting.splice(0, records.length);
+    return turns;
+  }
+
+  /** Reads the dispatch records appended since the last look, keeping this session's undelivered ones. */
+  async #collect(): Promise<void> {
+    for (;;) {
+      const page = (await this.#log.readPage({ from: this.#cursor, type: "notification.dispatched", limit: 1000 })) as DispatchRecord[];
+      for (const record of page) {
+        this.#cursor = record.seq + 1;
+        if (record.session === this.session && !this.#delivered.has(record.seq)) this.#waiting.push(record);
+      }
+      if (page.length < 1000) return;
+    }
+  }
+
+  /** Whether a push tick has anything to do: items ready, or turns decided and not handed over. */
+  get pending(): boolean {
+    return this.#ready.length > 0 || this.#waiting.length > 0;
+  }
+
+  /**
+   * Ends the session: kills the children that still run (their exits are recorded, not
+   * consumed), stops the runner, and closes the session with reason `idle`, so what is left
+   * waits (parked, R13) for a server that resumes the key.
+   */
+  async close(): Promise<void> {
+    await this.#supervisor.close();
+    await this.#queue;
+    this.#runner?.unsubscribe();
+    await this.#spool.close();
+    if (this.#failure === undefined) {
+      await this.#log.append([{ type: "session.closed", at: Date.now(), session: this.session, reason: "idle" }]).catch(() => undefined);
+    }
+  }
+}
+
+function handed(record: DispatchRecord): HandedTurn {
+  return { seq: record.drainSeq ?? record.seq, record: record.seq, kind: record.kind, members: record.members, text: record.text };
+}
+
+/** A `cwd` that is not a folder is refused before anything starts, naming it. */
+function checkFolder(cwd: string): void {
+  let folder = false;
+  try {
+    folder = statSync(cwd).isDirectory();
+  } catch {
+    throw new TypeError(`cwd ${JSON.stringify(cwd)}: no such folder`);
+  }
+  if (!folder) throw new TypeError(`cwd ${JSON.stringify(cwd)}: not a folder`);
+}

@@ -1,0 +1,304 @@
+/**
+ * `turnfold mcp` through a real MCP client (the SDK's `Client` over `StdioClientTransport`),
+ * a spawned server and real shell children: grouping, suppression of what the agent took,
+ * the waiter race, watch order, the resource mode, two sessions on one log, and a SIGKILL
+ * restart.
+ */
+import { existsSync, openSync, closeSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { openLog } from "../src/open.js";
+import { readAll } from "../src/events/log.js";
+import { cli } from "./support/cli.js";
+import { fifo, running, startMcp, textOf, type McpHarness } from "./support/mcp.js";
+import { testDatabase } from "./support/postgres.js";
+import { tempDir } from "./support/tmp.js";
+
+const dir = tempDir("turnfold-mcp-");
+let n = 0;
+/** A fresh log and state folder for one test. */
+function place() {
+  n++;
+  return { db: join(dir, `log-${n}.sqlite`), stateHome: join(dir, `state-${n}`) };
+}
+
+const database = await testDatabase();
+
+const open: McpHarness[] = [];
+async function server(options: Parameters<typeof startMcp>[0]): Promise<McpHarness> {
+  const s = await startMcp(options);
+  open.push(s);
+  return s;
+}
+afterEach(async () => {
+  for (const s of open.splice(0)) await s.close().catch(() => undefined);
+});
+
+/** Lets go every child blocked on `read x < path`. */
+function release(path: string): void {
+  closeSync(openSync(path, "w"));
+}
+
+async function started(s: McpHarness, command: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const result = await s.call("start_process", { command, ...extra });
+  expect(result.isError, textOf(result)).toBeFalsy();
+  return (result.structuredContent as { process: string }).process;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("turnfold mcp, channel mode", () => {
+  it("three processes that finish inside one poll tick make one notification listing all three, the failure kept", async () => {
+    const at = place();
+    const s = await server({ ...at, push: "channel", pollMs: 2000 });
+    const gate = fifo(join(dir, `gate-${n}`));
+    const ids = [
+      await started(s, `read x < ${gate}; echo first`),
+      await started(s, `read x < ${gate}; echo broken >&2; exit 4`),
+      await started(s, `read x < ${gate}; echo third`),
+    ];
+    release(gate);
+    const note = await s.note((c) => c.members.includes(ids[0]!));
+    // Members in log order: the order the three exits were appended.
+    expect([...note.members].sort()).toEqual([...ids].sort());
+    expect(note.meta.kind).toBe("completions");
+    expect(note.content).toMatch(/^3 background processes finished \(1 of them failed\)/);
+    expect(note.content).toContain(`${ids[1]} exited with code 4`);
+    expect(note.content).toContain("broken");
+    expect(s.channel).toHaveLength(1);
+  });
+
+  it("a single completion arrives as its own text, exactly the text replay derives for it", async () => {
+    const at = place();
+    const s = await server({ ...at, push: "channel", pollMs: 50 });
+    const id = await started(s, "echo solo output");
+    const note = await s.note((c) => c.members.includes(id));
+    await s.close();
+    const replayed = cli(["replay", at.db, "--json"]).stdout.trim().split("\n").map((l) => JSON.parse(l) as { members: string[]; text: string });
+    const turn = replayed.find((t) => t.members.includes(id))!;
+    expect(note.content).toBe(turn.text);
+    expect(note.content).toBe(`Background process ${id} completed successfully (exit code 0).\nCommand: echo solo output\nOutput:\nsolo output`);
+    expect(cli(["replay", at.db, "--verify"]).code).toBe(0);
+  });
+
+  it("a result wait_process returned, or a process kill_process ended, is never notified; another one is", async () => {
+    const at = place();
+    const s = await server({ ...at, push: "channel", pollMs: 20 });
+    const waited = await started(s, "sleep 0.3; echo waited");
+    const result = await s.call("wait_process", { process: waited, timeout_ms: 10_000 });
+    expect(result.structuredContent).toMatchObject({ status: "exited", exitCode: 0, output: "waited\n" });
+    const killed = await started(s, "sleep 30");
+    const kill = await s.call("kill_process", { process: killed });
+    expect(kill.structuredContent).toMatchObject({ status: "exited", reason: "killed" });
+    const control = await started(s, "echo control");
+    await s.note((c) => c.members.includes(control));
+    await sleep(200);
+    const notified = s.channel.flatMap((c) => c.members);
+    expect(notified).not.toContain(waited);
+    expect(notified).not.toContain(killed);
+  });
+
+  // On PostgreSQL, where each append is a round trip: with the exit and its consumption in
+  // two appends, a 5 ms drain took 2 of 200 there; in one process on SQLite the gap is too
+  // short to show (the supervisor's own tests pin the single append on any store).
+  {
+    it("R7 at the waiter race: in 200 trials of a process exiting while wait_process waits on it, it is never notified", async () => {
+      if (database === undefined) return;
+      const db = database.freshLog();
+      // A drain every 5 ms: a consumption appended after its exit would be overtaken by one.
+      const s = await server({ db, stateHome: place().stateHome, push: "channel", pollMs: 5 });
+      const ids: string[] = [];
+      for (let i = 0; i < 200; i++) {
+        const id = await started(s, `sleep 0.0${3 + (i % 4)}`);
+        ids.push(id);
+        const waited = await s.call("wait_process", { process: id, timeout_ms: 10_000 });
+        expect(waited.structuredContent).toMatchObject({ status: "exited", exitCode: 0 });
+      }
+      const control = await started(s, "echo control");
+      await s.note((c) => c.members.includes(control));
+      const notified = new Set(s.channel.flatMap((c) => c.members));
+      expect(ids.filter((id) => notified.has(id))).toEqual([]);
+    }, 120_000);
+  }
+
+  it("R6: a watch hit gets its own notification, in order with the completions", async () => {
+    const at = place();
+    const s = await server({ ...at, push: "channel", pollMs: 30 });
+    const [a, b, c] = [fifo(join(dir, `a-${n}`)), fifo(join(dir, `b-${n}`)), fifo(join(dir, `c-${n}`))];
+    const first = await started(s, `read x < ${a}; echo first done`);
+    const watched = await started(s, `read x < ${b}; echo "server READY on 8080"; read y < ${c}; echo bye`, { watch: ["READY"] });
+    release(a);
+    await s.note((n) => n.members.includes(first));
+    release(b);
+    await s.note((n) => n.meta.kind === "watch");
+    release(c);
+    await s.note((n) => n.meta.kind === "completions" && n.members.includes(watched));
+    expect(s.channel.map((n) => [n.meta.kind, n.members.join(",")])).toEqual([
+      ["completions", first],
+      ["watch", watched],
+      ["completions", watched],
+    ]);
+    expect(s.channel[1]!.content).toContain("server READY on 8080");
+  });
+});
+
+describe("turnfold mcp, pull and resource modes", () => {
+  it("R7: output read to its end after the exit is taken: take_notifications never returns it, but returns one not taken", async () => {
+    const at = place();
+    const s = await server({ ...at, push: "none" });
+    const read = await started(s, "echo read me");
+    const left = await started(s, "echo nobody read me");
+    for (;;) {
+      const listed = (await s.call("list_processes")).structuredContent as { processes: { process: string; state: string }[] };
+      if (listed.processes.every((p) => p.state === "finished")) break;
+      await sleep(20);
+    }
+    const page = await s.call("read_process_output", { process: read });
+    expect(page.structuredContent).toMatchObject({ text: "read me\n", finished: true, consumed: true });
+    const taken = await s.call("take_notifications");
+    expect((taken.structuredContent as { turns: { members: string[] }[] }).turns.map((t) => t.members)).toEqual([[left]]);
+    expect(textOf(taken)).toContain("nobody read me");
+    const again = await s.call("take_notifications");
+    expect((again.structuredContent as { turns: unknown[] }).turns).toEqual([]);
+    expect(textOf(again)).toMatch(/^Nothing is ready/);
+    const listed = (await s.call("list_processes")).structuredContent as { processes: unknown[] };
+    expect(listed.processes).toEqual([]);
+  });
+
+  it("resource mode: an update, then a read, gives the turn; a second read gives nothing", async () => {
+    const at = place();
+    const s = await server({ ...at, push: "resource", session: "res-1" });
+    const uri = "turnfold://session/res-1/inbox";
+    expect(s.client.getServerCapabilities()?.resources?.subscribe).toBe(true);
+    await s.client.subscribeResource({ uri });
+    const id = await started(s, "echo for the inbox");
+    for (let i = 0; i < 500 && s.updates.length === 0; i++) await sleep(20);
+    expect(s.updates).toEqual([uri]);
+    const first = await s.client.readResource({ uri });
+    expect(first.contents).toHaveLength(1);
+    expect((first.contents[0] as { text: string }).text).toContain(`Background process ${id} completed successfully`);
+    const second = await s.client.readResource({ uri });
+    expect(second.contents).toEqual([]);
+  });
+});
+
+describe("turnfold mcp, sessions and restarts", () => {
+  it("R11/R12: two servers on one log cannot list, wait on, read, kill or be told about each other's processes", async () => {
+    const at = place();
+    const a = await server({ ...at, push: "none", session: "alice" });
+    const b = await server({ ...at, push: "none", session: "bob" });
+    const long = await started(a, "sleep 30");
+    const done = await started(a, "echo alice only");
+    const missing = await b.call("wait_process", { process: "alice.99" });
+    const missingText = textOf(missing).replace("alice.99", "ID");
+    for (const [tool, args] of [
+      ["wait_process", { process: long, timeout_ms: 100 }],
+      ["read_process_output", { process: long }],
+      ["kill_process", { process: long }],
+    ] as const) {
+      const result = await b.call(tool, args);
+      expect(result.isError, tool).toBe(true);
+      expect(textOf(result).replace(long, "ID"), tool).toBe(missingText);
+    }
+    expect((await b.call("list_processes")).structuredContent).toEqual({ processes: [] });
+    await a.call("wait_process", { process: done, timeout_ms: 0 }).catch(() => undefined);
+    await sleep(300);
+    expect((await b.call("take_notifications")).structuredContent).toEqual({ turns: [] });
+    const listed = (await a.call("list_processes")).structuredContent as { processes: { process: string; state: string }[] };
+    expect(listed.processes.find((p) => p.process === long)?.state).toBe("running");
+  });
+
+  it("a SIGKILLed server's children are reported lost once on restart, turns sent before are not sent again, and the log verifies", async () => {
+    const at = place();
+    const first = await server({ ...at, push: "channel", pollMs: 30, session: "crashy" });
+    const early = await started(first, "echo early bird");
+    await first.note((c) => c.members.includes(early));
+    const lost = [await started(first, "echo lost-one says hi; sleep 60"), await started(first, "echo lost-two; sleep 60")];
+    const pids: number[] = [];
+    for (const id of lost) {
+      for (;;) {
+        const page = (await first.call("read_process_output", { process: id })).structuredContent as { text: string };
+        if (page.text !== "") break;
+        await sleep(20);
+      }
+      const listed = (await first.call("list_processes")).structuredContent as { processes: { process: string; pid: number }[] };
+      pids.push(listed.processes.find((p) => p.process === id)!.pid);
+    }
+    await first.kill();
+    expect(pids.every(running)).toBe(true);
+
+    const second = await server({ ...at, push: "channel", pollMs: 30, session: "crashy" });
+    const note = await second.note((c) => c.members.includes(lost[0]!));
+    expect(note.members).toEqual(lost);
+    expect(note.content).toMatch(/^2 background processes finished \(2 of them failed\)/);
+    expect(note.content).toContain("was lost");
+    expect(note.content).toContain("lost-one says hi");
+    for (const pid of pids) for (let i = 0; i < 100 && running(pid); i++) await sleep(20);
+    expect(pids.filter(running)).toEqual([]);
+    await sleep(200);
+    expect(second.channel.flatMap((c) => c.members)).not.toContain(early);
+    expect(second.channel).toHaveLength(1);
+    // A new process after the restart gets a new id.
+    const after = await started(second, "echo after");
+    expect(after).toBe("crashy.4");
+    await second.close();
+
+    const log = await openLog(at.db);
+    const events = await readAll(log);
+    await log.close();
+    for (const id of lost) expect(events.filter((e) => e.type === "process.exited" && e.process === id).map((e) => (e as { reason: string }).reason)).toEqual(["lost"]);
+    const verified = cli(["replay", at.db, "--verify"]);
+    expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+  }, 60_000);
+
+  it("a live server's children are never marked lost by another server of the session", async () => {
+    const at = place();
+    const first = await server({ ...at, push: "none", session: "twin" });
+    const id = await started(first, "sleep 30");
+    const second = await server({ ...at, push: "none", session: "twin" });
+    await sleep(200);
+    const log = await openLog(at.db);
+    const exits = (await readAll(log)).filter((e) => e.type === "process.exited");
+    await log.close();
+    expect(exits).toEqual([]);
+    expect(((await first.call("list_processes")).structuredContent as { processes: { process: string }[] }).processes.map((p) => p.process)).toEqual([id]);
+    await second.close();
+  });
+});
+
+describe("turnfold mcp, edges", () => {
+  it("bad tool input gets a tool error that names what was wrong, and the server goes on", async () => {
+    const at = place();
+    const s = await server({ ...at, push: "none" });
+    const cases: [string, Record<string, unknown>, RegExp][] = [
+      ["start_process", {}, /command.*required|required.*command/],
+      ["start_process", { command: "" }, /non-empty/],
+      ["start_process", { command: "true", cwd: join(dir, "no-such-folder") }, /cwd .*no such folder/],
+      ["wait_process", { process: "nope" }, /no such process: "nope"/],
+      ["wait_process", { process: "nope", timeout_ms: -5 }, /timeout_ms/],
+      ["read_process_output", { process: "nope", limit: 0 }, /limit/],
+      ["kill_process", {}, /process/],
+    ];
+    for (const [tool, args, message] of cases) {
+      const result = await s.call(tool, args);
+      expect(result.isError, `${tool} ${JSON.stringify(args)}`).toBe(true);
+      expect(textOf(result)).toMatch(message);
+    }
+    const id = await started(s, "echo still here");
+    expect((await s.call("wait_process", { process: id, timeout_ms: 10_000 })).structuredContent).toMatchObject({ output: "still here\n" });
+  });
+
+  it("without --db or TURNFOLD_DB the log is turnfold.sqlite in $XDG_STATE_HOME/turnfold", async () => {
+    const at = place();
+    const s = await server({ stateHome: at.stateHome, push: "none" });
+    await started(s, "true");
+    await s.close();
+    expect(existsSync(join(at.stateHome, "turnfold", "turnfold.sqlite"))).toBe(true);
+  });
+
+  it("--help tells how to register it in Claude Code, Codex and Gemini CLI", () => {
+    const help = cli(["mcp", "--help"]).stdout;
+    for (const part of ["claude mcp add", "[mcp_servers.turnfold]", "mcpServers", "channel", "resource", "XDG_STATE_HOME"]) expect(help).toContain(part);
+  });
+});
+
