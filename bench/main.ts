@@ -4,6 +4,7 @@ import { foldBench } from "./fold.js";
 import { printTable, type Row } from "./harness.js";
 import { postgresBench } from "./postgres.js";
 import { serviceBench } from "./service.js";
+import { mcpBench } from "./mcp.js";
 
 const rows: Row[] = [];
 process.stderr.write("measuring append …\n");
@@ -14,4 +15,6 @@ process.stderr.write("measuring PostgreSQL (append, ledger claims, live-runner l
 rows.push(...(await postgresBench()));
 process.stderr.write("measuring turnfold serve (HTTP appends, stream latency, memory per stream) …\n");
 rows.push(...(await serviceBench()));
+process.stderr.write("measuring turnfold mcp (exit → channel notification) …\n");
+rows.push(...(await mcpBench()));
 printTable(rows);
