@@ -86,7 +86,8 @@ export { gatewaySink, type GatewaySinkOptions } from "./sinks/gateway.js";
 
 // The service: turnfold run and turnfold serve, for embedding.
 export { startPipeline, type Pipeline, type PipelineOptions, type PipelineEvent } from "./service/pipeline.js";
-export { createService, type Service, type ServiceOptions, type ServiceMetrics } from "./service/server.js";
+export { createService, type Service, type ServiceOptions } from "./service/server.js";
+export { ServiceMetrics } from "./service/metrics.js";
 
 // Real processes.
 export { Supervisor, type SupervisorOptions, type StartOptions, type ExitResult, type WaitResult, type LogPage } from "./supervisor/supervisor.js";

@@ -86,6 +86,12 @@ describe.skipIf(unavailable !== undefined)(`a PostgreSQL restart under the live 
     expect(refusedWhileDown).toBeGreaterThan(0);
     expect(server.stderr()).toContain("db-unavailable");
     expect(server.stderr()).toContain("db-recovered");
+    // /metrics tells the same story: one reconnect at least, when the error was, and up again.
+    const metrics = String((await call(server.url, "GET", "/metrics")).body);
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1]);
+    expect(value("turnfold_log_reconnects_total")).toBeGreaterThanOrEqual(1);
+    expect(value("turnfold_log_up")).toBe(1);
+    expect(value("turnfold_log_last_error_timestamp_seconds") * 1000).toBeGreaterThan(Date.now() - 180_000);
 
     // Every acknowledged event is in the log; every turn is decided once.
     const log = await openLog(url, { create: false });

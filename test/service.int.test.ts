@@ -532,3 +532,50 @@ describe("addresses the service commands are given", () => {
     await sink.close();
   }, 60_000);
 });
+
+describe("/metrics", () => {
+  it("follows the Prometheus conventions: turnfold_ names in base units, _total counters, latency histograms, process metrics, no session key", async () => {
+    const server = await serve(freshDb());
+    const session = "tenant-7f3a-secret-project";
+    const token = await openSession(server.url, session);
+    const stream = openStream(server.url, session, token);
+    await call(server.url, "POST", "/v1/events", producerToken, [exit("p1", session)]);
+    await call(server.url, "POST", `/v1/sessions/${session}/drain`, token, { consumer: "tui-poller" });
+    await stream.waitFor(1, 10_000);
+    const scraped = await fetch(`${server.url}/metrics`);
+    expect(scraped.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await scraped.text();
+    expect(text).not.toContain(session);
+    const types = [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => ({ name: m[1]!, type: m[2]! }));
+    const own = types.filter((t) => t.name.startsWith("turnfold_"));
+    expect(types.filter((t) => !/^(turnfold|process|nodejs)_/.test(t.name))).toEqual([]);
+    for (const t of own) {
+      if (t.type === "counter") expect(t.name).toMatch(/_total$/);
+      if (t.type === "histogram") expect(t.name).toMatch(/_seconds$/);
+      expect(t.name).not.toMatch(/_(ms|milliseconds|minutes|kb|mb)(_|$)/);
+    }
+    expect(own.map((t) => t.name)).toEqual(
+      expect.arrayContaining([
+        "turnfold_log_reconnects_total",
+        "turnfold_log_up",
+        "turnfold_log_last_error_timestamp_seconds",
+        "turnfold_runner_lag_events",
+        "turnfold_runner_lag_seconds",
+        "turnfold_relay_backlog_records",
+        "turnfold_relay_backlog_oldest_age_seconds",
+        "turnfold_append_to_turn_seconds",
+        "turnfold_turn_to_delivery_seconds",
+      ]),
+    );
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
+    expect(value("turnfold_turns_decided_total")).toBe(1);
+    expect(value("turnfold_append_to_turn_seconds_count")).toBe(1);
+    expect(value("turnfold_log_up")).toBe(1);
+    expect(value("turnfold_log_reconnects_total")).toBe(0);
+    expect(value("turnfold_open_streams")).toBe(1);
+    expect(value("process_resident_memory_bytes")).toBeGreaterThan(0);
+    stream.close();
+    server.proc.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+  });
+});

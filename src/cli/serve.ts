@@ -119,9 +119,7 @@ export function runCommands(program: Command): void {
           ...foldOptions(options),
           ...giveUp(options),
           report: (e: PipelineEvent) => {
-            if (e.event === "turn") service.metrics.turnsDecided++;
-            else if (e.event === "delivered") service.metrics.turnsDelivered++;
-            else if (e.event === "lag") service.metrics.runnerLag = e.behind;
+            service.metrics.observe(e);
             say({ ...e });
           },
         });

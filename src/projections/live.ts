@@ -7,7 +7,7 @@
  */
 import { Observable } from "rxjs";
 import type { EventLog } from "../events/log.js";
-import type { Stored, TurnfoldEvent } from "../events/schema.js";
+import type { EventOf, Stored, TurnfoldEvent } from "../events/schema.js";
 import type { Note } from "../reducers/decisions.js";
 import { Projection, type Output, type ProjectionOptions, type ReadyItem, type StatusLine } from "./project.js";
 import { fromRecord, toRecord } from "./dispatch-record.js";
@@ -41,6 +41,8 @@ export interface LiveOptions extends ProjectionOptions {
    * view answers questions about that point (what waits for a session) and must not be kept.
    */
   readonly idle?: (seq: number, view: LiveView) => void;
+  /** Told each dispatch record as the runner reads it from the log (its own or another runner's). */
+  readonly recorded?: (record: Stored<EventOf<"notification.dispatched">>) => void;
 }
 
 /** What a caller of the live runner may ask about the fold at an idle point: nothing it could change. */
@@ -126,7 +128,10 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
     if (event.type === "notification.dispatched") {
       const turn = fromRecord(event);
       pending.delete(`${turn.seq}:${event.index ?? 0}`);
-      if (event.seq > quietUntil) emit(turn);
+      if (event.seq > quietUntil) {
+        options.recorded?.(event);
+        emit(turn);
+      }
       return;
     }
     if (event.type === "delegation.dropped" || event.type === "delegation.delivered") pending.delete(`drop:${event.delegation}`);

@@ -14,10 +14,30 @@ import type { DispatchedTurn, TurnSink } from "../sinks/sink.js";
 
 /** One thing the pipeline did, for its log lines. */
 export type PipelineEvent =
-  | { readonly event: "turn"; readonly seq: number; readonly session: string; readonly kind: string; readonly members: number }
+  | {
+      readonly event: "turn";
+      readonly seq: number;
+      /** Seq of its dispatch record. */
+      readonly record: number;
+      readonly session: string;
+      readonly kind: string;
+      readonly members: number;
+      /** When the event that decided it was appended (its `at`), for a turn decided since the pipeline started. */
+      readonly decidedAt?: number;
+    }
   | { readonly event: "delivered"; readonly record: number; readonly session: string }
   | { readonly event: "retry"; readonly record: number; readonly session: string; readonly reason: string }
-  | { readonly event: "lag"; readonly folded: number; readonly last: number; readonly behind: number }
+  | {
+      readonly event: "lag";
+      readonly folded: number;
+      readonly last: number;
+      readonly behind: number;
+      /** Age of the oldest event not folded yet, in seconds (0 when caught up). */
+      readonly behindSeconds: number;
+      /** With a sink: records not delivered yet, and the age of the oldest of them in seconds. */
+      readonly backlog?: number;
+      readonly backlogOldestSeconds?: number;
+    }
   | { readonly event: "db-unavailable"; readonly error: string }
   | { readonly event: "db-recovered"; readonly downMs: number };
 
@@ -57,6 +77,13 @@ export function startPipeline(options: PipelineOptions): Pipeline {
   let settle: { resolve: () => void; reject: (error: unknown) => void } = { resolve: () => undefined, reject: () => undefined };
   const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
   let unavailable: { since: number; error: string } | undefined;
+  let backlog: { records: number; oldestAt: number | undefined } | undefined;
+  /** Turns recorded past this seq were decided while the pipeline ran: their latency counts. */
+  let liveFrom = Number.POSITIVE_INFINITY;
+  void log.lastSeq().then(
+    (last) => (liveFrom = last),
+    () => undefined,
+  );
   const subscription: Subscription = liveTurns(log, {
     onUnavailable: (error) => {
       unavailable = { since: Date.now(), error: (error as Error).message ?? String(error) };
@@ -67,10 +94,17 @@ export function startPipeline(options: PipelineOptions): Pipeline {
       report({ event: "db-recovered", downMs });
     },
     ...(options.giveUpAfterMs !== undefined ? { giveUpAfterMs: options.giveUpAfterMs } : {}),
+    recorded: (record) =>
+      report({
+        event: "turn",
+        seq: record.drainSeq ?? record.seq,
+        record: record.seq,
+        session: record.session,
+        kind: record.kind,
+        members: record.members.length,
+        ...(record.seq > liveFrom ? { decidedAt: record.at } : {}),
+      }),
     progress: (seq) => (folded = seq), ...(options.budget ? { budget: options.budget } : {}), ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}), ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}) }).subscribe({
-    next: (output) => {
-      if (output.type === "turn") report({ event: "turn", seq: output.seq, session: output.session, kind: output.kind, members: output.members.length });
-    },
     // The error is handed on before stopping: once stopped, `done` is settled.
     error: (error: unknown) => {
       settle.reject(error);
@@ -78,16 +112,25 @@ export function startPipeline(options: PipelineOptions): Pipeline {
     },
   });
   const lag = setInterval(() => {
-    void log.lastSeq().then(
-      (last) => report({ event: "lag", folded, last, behind: Math.max(0, last - folded) }),
-      () => undefined,
-    );
+    void lagLine().then(report, () => undefined);
   }, options.lagEveryMs ?? 5000);
+  const lagLine = async (): Promise<PipelineEvent> => {
+    const last = await log.lastSeq();
+    const now = Date.now();
+    let behindSeconds = 0;
+    if (last > folded) {
+      const [oldest] = await log.readPage({ from: folded + 1, limit: 1 });
+      if (oldest !== undefined) behindSeconds = Math.max(0, now - oldest.at) / 1000;
+    }
+    const relayed = backlog === undefined ? {} : { backlog: backlog.records, backlogOldestSeconds: backlog.oldestAt === undefined ? 0 : Math.max(0, now - backlog.oldestAt) / 1000 };
+    return { event: "lag", folded, last, behind: Math.max(0, last - folded), behindSeconds, ...relayed };
+  };
   lag.unref();
   const relaying = options.sinkUrl
     ? relay(log, reporting(httpSink({ url: options.sinkUrl }), report), {
         signal: controller.signal,
         onError: (turn, error) => report({ event: "retry", record: turn.recordSeq, session: turn.session, reason: String((error as Error).message ?? error) }),
+        backlog: (records, oldestAt) => (backlog = { records, oldestAt }),
       }).then(
         () => undefined,
         (error: unknown) => {

@@ -16,6 +16,7 @@ import type { EventStore } from "../events/store.js";
 import { Budget, DrainConsumer, Route, Surface, type Stored, type TurnfoldEvent } from "../events/schema.js";
 import { assertValidEvents, describeIssue, formatProblem, isInvalidEventsError } from "../events/validate.js";
 import { fromRecord } from "../projections/dispatch-record.js";
+import { ServiceMetrics } from "./metrics.js";
 import { Explainer } from "../projections/explain.js";
 import { turnJson } from "../projections/project.js";
 import type { Fate } from "../reducers/decisions.js";
@@ -51,18 +52,10 @@ export interface ServiceOptions {
   readonly logLine?: (line: { readonly method: string; readonly route: string; readonly status: number; readonly ms: number }) => void;
 }
 
-/** Counters for `/metrics`: the server keeps the first and last; whoever runs the pipeline beside it keeps the rest. */
-export interface ServiceMetrics {
-  eventsAppended: number;
-  turnsDecided: number;
-  turnsDelivered: number;
-  runnerLag: number;
-  openStreams: number;
-}
-
 /** A service built on a log, ready to listen. */
 export interface Service {
   readonly app: FastifyInstance;
+  /** `/metrics`: the server counts its appends and streams; whoever runs the pipeline beside it feeds it the pipeline's events (`observe`). */
   readonly metrics: ServiceMetrics;
   /** Starts listening; resolves to the address (`http://host:port`). */
   listen(host: string, port: number): Promise<string>;
@@ -162,7 +155,8 @@ function clientError(error: Error & { code?: string }, socket: Duplex): void {
 export async function createService(options: ServiceOptions): Promise<Service> {
   const { log } = options;
   const directory = new SessionDirectory();
-  const metrics: ServiceMetrics = { eventsAppended: 0, turnsDecided: 0, turnsDelivered: 0, runnerLag: 0, openStreams: 0 };
+  const metrics = new ServiceMetrics();
+  let openStreams = 0;
   const streams = new Map<string, Set<Stream>>();
   let applied = 0;
   const appliedWaiters: { seq: number; resolve: () => void }[] = [];
@@ -212,7 +206,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
 
   const append = async (events: TurnfoldEvent[]): Promise<readonly number[]> => {
     const seqs = await log.append(events);
-    metrics.eventsAppended += events.length;
+    metrics.eventsAppended.inc(events.length);
     // This server's own grants count at once, before its tail sees them.
     events.forEach((event, i) => directory.apply({ ...event, seq: seqs[i]! } as Stored));
     return seqs;
@@ -377,7 +371,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     const resume = request.headers["last-event-id"];
     const from = resume === undefined ? 0 : Number(resume);
     if (!Number.isInteger(from) || from < 0) throw new HttpError(400, { error: "Last-Event-ID must be a whole number (the id of the last turn received)" });
-    if (metrics.openStreams >= (options.maxStreams ?? 10_000)) throw new HttpError(503, { error: "too many open streams; try again later" });
+    if (openStreams >= (options.maxStreams ?? 10_000)) throw new HttpError(503, { error: "too many open streams; try again later" });
     reply.hijack();
     const raw = reply.raw;
     raw.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
@@ -386,13 +380,15 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     const set = streams.get(key) ?? new Set<Stream>();
     streams.set(key, set);
     set.add(stream);
-    metrics.openStreams++;
+    openStreams++;
+    metrics.openStreams.set(openStreams);
     const keepAlive = setInterval(() => raw.write(": keep-alive\n\n"), options.keepAliveMs ?? 15_000);
     raw.on("close", () => {
       clearInterval(keepAlive);
       set.delete(stream);
       if (set.size === 0) streams.delete(key);
-      metrics.openStreams--;
+      openStreams--;
+      metrics.openStreams.set(openStreams);
     });
     // Catch up from the log, with every lineage known up to its end; live records that
     // came meanwhile follow, none twice (each goes only past the last seq sent).
@@ -439,17 +435,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     return { ok: true, lastSeq, followed: applied };
   });
 
-  app.get("/metrics", async (_request, reply) => {
-    const lines = [
-      ["turnfold_events_appended_total", "counter", "Events this server appended", metrics.eventsAppended],
-      ["turnfold_turns_decided_total", "counter", "Turns recorded in the log since this server started", metrics.turnsDecided],
-      ["turnfold_turns_delivered_total", "counter", "Recorded turns this server delivered to its sink", metrics.turnsDelivered],
-      ["turnfold_runner_lag_events", "gauge", "Events in the log the live runner has not folded yet", metrics.runnerLag],
-      ["turnfold_open_streams", "gauge", "Open turn streams", metrics.openStreams],
-    ] as const;
-    const text = lines.map(([name, type, help, value]) => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${value}\n`).join("");
-    return reply.type("text/plain; version=0.0.4; charset=utf-8").send(text);
-  });
+  app.get("/metrics", async (_request, reply) => reply.type(metrics.contentType).send(await metrics.text()));
 
   return {
     app,

@@ -29,6 +29,11 @@ export interface RelayOptions {
   readonly clock?: () => number;
   /** Told about every failed delivery. */
   readonly onError?: (turn: DispatchedTurn, error: unknown) => void;
+  /**
+   * Told after each round what waits: how many records are not delivered yet, and the
+   * event time (`at`) of the oldest of them (undefined when none waits).
+   */
+  readonly backlog?: (records: number, oldestAt: number | undefined) => void;
 }
 
 interface Lane {
@@ -63,6 +68,8 @@ export async function relay(log: EventStore, sink: TurnSink, options: RelayOptio
   let progressAt = clock();
   let gaveUp = false;
   let wake: (() => void) | undefined;
+  /** When each waiting record was decided (event time), for `backlog`. */
+  const recordedAt = new Map<number, number>();
 
   const load = async () => {
     for (;;) {
@@ -73,6 +80,7 @@ export async function relay(log: EventStore, sink: TurnSink, options: RelayOptio
         const lane = lanes.get(record.session) ?? { waiting: [], busy: false, failures: 0, retryAt: 0 };
         lanes.set(record.session, lane);
         lane.waiting.push(dispatchedTurn(log.logId, record));
+        recordedAt.set(record.seq, record.at);
       }
       if (page.length === 0) return;
     }
@@ -86,6 +94,7 @@ export async function relay(log: EventStore, sink: TurnSink, options: RelayOptio
       async () => {
         await log.markDelivered(sink.name, turn.recordSeq, clock());
         lane.waiting.shift();
+        recordedAt.delete(turn.recordSeq);
         lane.failures = 0;
         count++;
         progressAt = clock();
@@ -121,6 +130,15 @@ export async function relay(log: EventStore, sink: TurnSink, options: RelayOptio
       if (lane.waiting.length === 0) continue;
       waiting++;
       if (!lane.busy && now >= lane.retryAt) start(lane);
+    }
+    if (options.backlog) {
+      let oldest: number | undefined;
+      // Insertion order is load order, which is seq order: the first is the oldest.
+      for (const at of recordedAt.values()) {
+        oldest = at;
+        break;
+      }
+      options.backlog(recordedAt.size, oldest);
     }
     // Idle only when the log said so: an unreachable log is no reason to stop.
     if (options.untilIdle && loaded && waiting === 0 && inFlight === 0) break;
