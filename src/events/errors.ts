@@ -16,7 +16,8 @@ export type LogErrorCode =
   | "no-target"
   | "bad-option"
   | "busy"
-  | "closed";
+  | "closed"
+  | "no-space";
 
 /** An error of a log, with a stable `code` and the file or (redacted) URL it is about. */
 export interface LogError extends Error {

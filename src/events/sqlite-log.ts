@@ -333,7 +333,20 @@ export class SqliteLog implements EventStore {
 
   async append(events: readonly TurnfoldEvent[]): Promise<readonly number[]> {
     this.#writable();
-    return this.#gate.run(() => this.#appendNotify(events));
+    return this.#write(() => this.#appendNotify(events));
+  }
+
+  /**
+   * Runs a write behind the gate. A file that cannot grow (a full disk, a file-size limit)
+   * fails the whole transaction, which SQLite rolls back: said in words, with code
+   * `no-space`, instead of the driver's "disk I/O error".
+   */
+  async #write<T>(body: () => T | Promise<T>): Promise<T> {
+    try {
+      return await this.#gate.run(body);
+    } catch (error) {
+      throw noSpace(this.#db.name, error) ?? error;
+    }
   }
 
   /** A write after `close()` is refused in the port's own words, not the driver's. */
@@ -353,7 +366,7 @@ export class SqliteLog implements EventStore {
 
   async appendAfter(expectedLastSeq: number, events: readonly TurnfoldEvent[]): Promise<ConditionalAppend> {
     this.#writable();
-    return this.#gate.run(() => {
+    return this.#write(() => {
       const result = this.#appendIf(expectedLastSeq, events);
       if (result.ok && result.seqs.length > 0) this.#appended.next();
       return result;
@@ -367,7 +380,7 @@ export class SqliteLog implements EventStore {
    */
   async transact<T>(body: (tx: StoreTransaction) => Promise<T>): Promise<T> {
     this.#writable();
-    return this.#gate.run(async () => {
+    return this.#write(async () => {
       this.#db.exec("BEGIN IMMEDIATE");
       let appended = false;
       const tx: StoreTransaction = {
@@ -401,7 +414,7 @@ export class SqliteLog implements EventStore {
   }
 
   async markDelivered(sink: string, recordSeq: number, at: number): Promise<void> {
-    await this.#gate.run(() => this.#mark.run(recordSeq, sink, at));
+    await this.#write(() => this.#mark.run(recordSeq, sink, at));
   }
 
   async deliveredTo(sink: string, from = 1): Promise<ReadonlySet<number>> {
@@ -517,4 +530,16 @@ export class SqliteLog implements EventStore {
   #dataVersion(): number {
     return Number(this.#db.pragma("data_version", { simple: true }));
   }
+}
+
+/** The `no-space` error for a driver error that says the file could not be written, or undefined. */
+function noSpace(path: string, error: unknown): Error | undefined {
+  const code = (error as { code?: unknown }).code;
+  if (code !== "SQLITE_FULL" && code !== "SQLITE_IOERR_WRITE" && code !== "SQLITE_IOERR_FSYNC" && code !== "SQLITE_IOERR_TRUNCATE") return undefined;
+  return logError(
+    "no-space",
+    path,
+    `${path}: the log's file could not be written (${String(code)}): the disk is full or a file-size limit was reached; nothing of this write was stored`,
+    error,
+  );
 }

@@ -24,6 +24,10 @@ const transientCodes: ReadonlySet<string> = new Set([
   // SQLite: another writer held the lock past the busy timeout.
   "SQLITE_BUSY",
   "SQLITE_LOCKED",
+  // The log's file could not grow (a full disk, a file-size limit): it passes once space is freed.
+  "no-space",
+  // PostgreSQL: the server's disk is full.
+  "53100",
 ]);
 
 const transientMessages =
