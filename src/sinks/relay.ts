@@ -115,49 +115,62 @@ export async function relay(log: EventStore, sink: TurnSink, options: RelayOptio
     });
   };
 
-  while (!options.signal?.aborted) {
-    // A store that is down for now is read again on the next round; what waits, waits.
-    const loaded = await load().then(
-      () => true,
-      (error: unknown) => {
-        if (!isTransientStoreError(error)) throw error;
-        return false;
-      },
-    );
-    const now = clock();
-    let waiting = 0;
-    for (const lane of lanes.values()) {
-      if (lane.waiting.length === 0) continue;
-      waiting++;
-      if (!lane.busy && now >= lane.retryAt) start(lane);
-    }
-    if (options.backlog) {
-      let oldest: number | undefined;
-      // Insertion order is load order, which is seq order: the first is the oldest.
-      for (const at of recordedAt.values()) {
-        oldest = at;
+  // A new record wakes the relay at once (this process's appends, another writer's commit
+  // where the store tells); the poll is the fallback for a wake-up that was missed.
+  let changed = false;
+  const changes = log.changes().subscribe(() => {
+    if (wake) wake();
+    else changed = true;
+  });
+  try {
+    while (!options.signal?.aborted) {
+      changed = false;
+      // A store that is down for now is read again on the next round; what waits, waits.
+      const loaded = await load().then(
+        () => true,
+        (error: unknown) => {
+          if (!isTransientStoreError(error)) throw error;
+          return false;
+        },
+      );
+      const now = clock();
+      let waiting = 0;
+      for (const lane of lanes.values()) {
+        if (lane.waiting.length === 0) continue;
+        waiting++;
+        if (!lane.busy && now >= lane.retryAt) start(lane);
+      }
+      if (options.backlog) {
+        let oldest: number | undefined;
+        // Insertion order is load order, which is seq order: the first is the oldest.
+        for (const at of recordedAt.values()) {
+          oldest = at;
+          break;
+        }
+        options.backlog(recordedAt.size, oldest);
+      }
+      // Idle only when the log said so: an unreachable log is no reason to stop.
+      if (options.untilIdle && loaded && waiting === 0 && inFlight === 0) break;
+      if (waiting === 0) progressAt = now;
+      else if (options.giveUpAfterMs !== undefined && now - progressAt >= options.giveUpAfterMs) {
+        gaveUp = true;
         break;
       }
-      options.backlog(recordedAt.size, oldest);
+      if (changed) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(finish, options.pollMs ?? 25);
+        function finish() {
+          clearTimeout(timer);
+          wake = undefined;
+          options.signal?.removeEventListener("abort", finish);
+          resolve();
+        }
+        wake = finish;
+        options.signal?.addEventListener("abort", finish, { once: true });
+      });
     }
-    // Idle only when the log said so: an unreachable log is no reason to stop.
-    if (options.untilIdle && loaded && waiting === 0 && inFlight === 0) break;
-    if (waiting === 0) progressAt = now;
-    else if (options.giveUpAfterMs !== undefined && now - progressAt >= options.giveUpAfterMs) {
-      gaveUp = true;
-      break;
-    }
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(finish, options.pollMs ?? 25);
-      function finish() {
-        clearTimeout(timer);
-        wake = undefined;
-        options.signal?.removeEventListener("abort", finish);
-        resolve();
-      }
-      wake = finish;
-      options.signal?.addEventListener("abort", finish, { once: true });
-    });
+  } finally {
+    changes.unsubscribe();
   }
   // Let deliveries already under way finish and be marked before handing back.
   while (inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 5));
