@@ -5,6 +5,7 @@ import { printTable, type Row } from "./harness.js";
 import { postgresBench } from "./postgres.js";
 import { serviceBench } from "./service.js";
 import { mcpBench } from "./mcp.js";
+import { livePathBench } from "./live-path.js";
 
 const rows: Row[] = [];
 process.stderr.write("measuring append …\n");
@@ -15,6 +16,8 @@ process.stderr.write("measuring PostgreSQL (append, ledger claims, live-runner l
 rows.push(...(await postgresBench()));
 process.stderr.write("measuring turnfold serve (HTTP appends, stream latency, memory per stream) …\n");
 rows.push(...(await serviceBench()));
+process.stderr.write("measuring the live path end to end, 1,000 sessions, SQLite and PostgreSQL (about a minute) …\n");
+rows.push(...(await livePathBench()));
 process.stderr.write("measuring turnfold mcp (exit → channel notification) …\n");
 rows.push(...(await mcpBench()));
 printTable(rows);

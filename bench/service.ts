@@ -4,56 +4,19 @@
  * from posting an exit and a drain to the turn arriving on the session's stream, and the
  * server's memory per open stream.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { TurnfoldEvent } from "../src/events/schema.js";
 import { openLog } from "../src/open.js";
 import { exited } from "./append.js";
 import { fmt, interleaved, median, type Row } from "./harness.js";
+import { post, producerToken, serve, stop } from "./serve-child.js";
 
-const producerToken = "bench-producer-token-5b1e0c";
 const batchSize = 1000;
 const batches = 20;
 const producers = 4;
-const cli = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
-
-interface Server {
-  readonly url: string;
-  readonly proc: ChildProcess;
-}
-
-function serve(db: string): Promise<Server> {
-  const proc = spawn(process.execPath, [cli, "serve", "--db", db, "--port", "0", "--body-limit", String(8 << 20)], {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, TURNFOLD_PRODUCER_TOKEN: producerToken },
-  });
-  let stderr = "";
-  return new Promise((resolve, reject) => {
-    proc.stderr!.on("data", (d: Buffer) => {
-      stderr += d.toString();
-      const match = /listening address=(http:\/\/\S+)/.exec(stderr);
-      if (match) resolve({ url: match[1]!, proc });
-    });
-    proc.on("exit", (code) => reject(new Error(`serve exited (${code}): ${stderr}`)));
-  });
-}
-
-async function stop(server: Server): Promise<void> {
-  const exited = new Promise((resolve) => server.proc.on("exit", resolve));
-  server.proc.kill("SIGTERM");
-  await exited;
-}
-
-async function post(url: string, path: string, token: string, body: unknown): Promise<Record<string, unknown>> {
-  const response = await fetch(url + path, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
-  const answer = (await response.json()) as Record<string, unknown>;
-  if (!response.ok) throw new Error(`${path}: ${response.status} ${JSON.stringify(answer)}`);
-  return answer;
-}
 
 const workload = (offset: number) => Array.from({ length: batches }, (_, b) => Array.from({ length: batchSize }, (_, i) => exited(offset + b * batchSize + i)));
 
