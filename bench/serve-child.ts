@@ -50,7 +50,7 @@ export interface StreamedTurn {
 
 /**
  * A session's turn stream: `onTurn` is told each turn with its record seq (the SSE `id`).
- * `pause()` stops reading (the client stalls); `close()` ends it.
+ * `pause()` stops reading (the client stalls), `resume()` reads again; `close()` ends it.
  */
 export function turnStream(url: string, key: string, token: string, onTurn: (turn: StreamedTurn, id: number) => void, lastEventId?: number) {
   let response: import("node:http").IncomingMessage | undefined;
@@ -81,9 +81,13 @@ export function turnStream(url: string, key: string, token: string, onTurn: (tur
     res.on("error", () => undefined);
   });
   req.on("error", closedResolve);
+  // A paused response may never emit its own 'close': the request's and the socket's do.
+  req.on("close", closedResolve);
+  req.on("socket", (socket) => socket.on("close", closedResolve));
   req.end();
   return {
     pause: () => response?.pause(),
+    resume: () => response?.resume(),
     close: () => req.destroy(),
     /** Resolves when the server (or the client) ended the stream. */
     closed,
