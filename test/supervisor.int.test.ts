@@ -284,3 +284,24 @@ describe("a result being taken is consumed in the same append as the exit (R7, R
     await finish(log, supervisor);
   });
 });
+
+describe("a log that is unreachable for a while (a database restart)", () => {
+  it("loses no event: each append is tried again until it lands, in order", async () => {
+    const path = join(dir, `outage-${n++}.sqlite`);
+    const log = await openLog(path);
+    const append = log.append.bind(log);
+    let refusals = 3;
+    log.append = (events) => {
+      if (refusals-- > 0) return Promise.reject(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }));
+      return append(events);
+    };
+    const told: string[] = [];
+    const supervisor = new Supervisor({ log, onUnavailable: (e) => told.push((e as Error).message) });
+    const id = supervisor.start({ command: "echo through the outage" });
+    await supervisor.exited(id);
+    await supervisor.flush();
+    expect((await readAll(log)).map((e) => e.type)).toEqual(["process.started", "process.exited"]);
+    expect(told).toHaveLength(3);
+    await finish(log, supervisor);
+  });
+});

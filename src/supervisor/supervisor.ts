@@ -11,6 +11,7 @@ import { LineSplitter, OutputBuffer, stripAnsi } from "./output.js";
 import { createRedactor, type Redactor } from "../events/redact.js";
 import { WatchLimiter, type WatchEffect, type WatchPolicy } from "./watch.js";
 import { currentProcess, processStart, type ProcessIdentity } from "../ledger/process-identity.js";
+import { backoffMs, isTransientStoreError } from "../events/transient.js";
 
 /** What to run, for whom, and what to watch. */
 export interface StartOptions {
@@ -65,6 +66,8 @@ export interface SupervisorOptions {
   readonly identify?: boolean;
   /** Told every chunk of every child's output, as it comes (after ANSI codes are stripped, before redaction). */
   readonly onOutput?: (process: string, chunk: string) => void;
+  /** Told each time an append found the log unreachable for now; the supervisor waits and tries again. */
+  readonly onUnavailable?: (error: unknown) => void;
 }
 
 /** A supervised process as `list()` shows it. */
@@ -140,6 +143,7 @@ export class Supervisor {
   readonly #timer: NodeJS.Timeout | undefined;
   readonly #identity: ProcessIdentity | undefined;
   readonly #onOutput: ((process: string, chunk: string) => void) | undefined;
+  readonly #onUnavailable: ((error: unknown) => void) | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   #next = 0;
 
@@ -154,14 +158,32 @@ export class Supervisor {
     this.#watch = new WatchLimiter(options.watchPolicy);
     this.#identity = options.identify ? currentProcess() : undefined;
     this.#onOutput = options.onOutput;
+    this.#onUnavailable = options.onUnavailable;
     if (options.timers ?? true) this.#timer = setInterval(() => this.tick(), 1000).unref();
   }
 
-  /** Appends events in order; every append waits for the ones before it. */
+  /**
+   * Appends events in order; every append waits for the ones before it. A log that is
+   * unreachable for now (a database restart) is waited out with capped backoff, so no
+   * exit is lost to an outage and the order holds; any other failure rejects.
+   */
   #append(events: TurnfoldEvent[]): Promise<void> {
-    const next = this.#queue.then(() => this.#log.append(events));
+    const next = this.#queue.then(() => this.#appendPatiently(events));
     this.#queue = next.catch(() => undefined);
     return next.then(() => undefined);
+  }
+
+  async #appendPatiently(events: TurnfoldEvent[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#log.append(events);
+        return;
+      } catch (error) {
+        if (!isTransientStoreError(error)) throw error;
+        this.#onUnavailable?.(error);
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt)));
+      }
+    }
   }
 
   /** Resolves once every event so far is in the log. */
