@@ -13,6 +13,7 @@ import { statSync } from "node:fs";
 import type { Subscription } from "rxjs";
 import type { EventOf, Stored } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
+import { backoffMs, isTransientStoreError } from "../events/transient.js";
 import { liveTurns, type LiveView } from "../projections/live.js";
 import type { ReadyItem } from "../projections/project.js";
 import { Supervisor, type ExitResult, type LogPage, type WaitResult } from "../supervisor/supervisor.js";
@@ -280,12 +281,24 @@ export class AgentSession {
     const records = this.#waiting.slice();
     const turns = records.map(handed);
     await hand(turns);
-    for (const record of records) {
-      await this.#log.markDelivered(this.#sink, record.seq, Date.now());
-      this.#delivered.add(record.seq);
-    }
+    // Handed over: never again from this server, whatever the log does next.
     this.#waiting.splice(0, records.length);
+    for (const record of records) this.#delivered.add(record.seq);
+    for (const record of records) await this.#mark(record.seq);
     return turns;
+  }
+
+  /** Marks a handed record delivered, waiting out an outage of the log: a later server of the session must not hand it again. */
+  async #mark(record: number): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#log.markDelivered(this.#sink, record, Date.now());
+        return;
+      } catch (error) {
+        if (!isTransientStoreError(error) || this.#failure) throw error;
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt)));
+      }
+    }
   }
 
   /** Reads the dispatch records appended since the last look, keeping this session's undelivered ones. */
