@@ -14,17 +14,16 @@ import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import type { Subscription } from "rxjs";
 import type { TurnfoldEvent } from "../src/events/schema.js";
 import { openLog } from "../src/open.js";
 import { fmt, median, type Row } from "./harness.js";
+import { admin, withAdmin } from "./postgres.js";
 import { post, producerToken, serve, stop, turnStream } from "./serve-child.js";
 
 const sessions = 1000;
 const samples = 200;
 const producers = 4;
-const admin = process.env.TURNFOLD_BENCH_PG ?? "postgres://postgres@127.0.0.1:5432/test";
 
 const exit = (process: string, owner: string): TurnfoldEvent => ({ type: "process.exited", at: Date.now(), process, exitCode: 0, reason: "exited", output: `out of ${process}`, owner });
 const drain = (session: string): TurnfoldEvent => ({ type: "drain", at: Date.now(), session, consumer: "tui-poller" });
@@ -184,15 +183,5 @@ export async function livePathBench(): Promise<Row[]> {
     return out;
   } finally {
     rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-async function withAdmin<T>(work: (c: pg.Client) => Promise<T> | T): Promise<T> {
-  const c = new pg.Client({ connectionString: admin });
-  await c.connect();
-  try {
-    return await work(c);
-  } finally {
-    await c.end();
   }
 }

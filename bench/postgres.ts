@@ -20,9 +20,11 @@ import type { Output } from "../src/projections/project.js";
 import { exited } from "./append.js";
 import { fmt, interleaved, type Row } from "./harness.js";
 
-const admin = process.env.TURNFOLD_BENCH_PG ?? "postgres://postgres@127.0.0.1:5432/test";
+/** The PostgreSQL server the benchmarks create their databases on. */
+export const admin = process.env.TURNFOLD_BENCH_PG ?? "postgres://postgres@127.0.0.1:5432/test";
 
-async function withAdmin<T>(work: (c: pg.Client) => Promise<T>): Promise<T> {
+/** Runs `work` on a client of the admin database, closed afterwards. */
+export async function withAdmin<T>(work: (c: pg.Client) => Promise<T> | T): Promise<T> {
   const c = new pg.Client({ connectionString: admin });
   await c.connect();
   try {

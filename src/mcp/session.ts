@@ -93,6 +93,8 @@ export class AgentSession {
   #runner: Subscription | undefined;
   #idleSeq = 0;
   #ready: ReadyItem[] = [];
+  /** Seq of the newest item seen ready, so that listeners hear of each new one. */
+  #newestReady = 0;
   readonly #idleWaiters: { seq: number; resolve: () => void }[] = [];
   readonly #changeListeners: (() => void)[] = [];
   #delivered: Set<number> = new Set();
@@ -155,7 +157,6 @@ export class AgentSession {
   }
 
   #idle(seq: number, view: LiveView): void {
-    const before = this.#ready.length;
     this.#idleSeq = seq;
     this.#ready = view.ready(this.session);
     for (let i = this.#idleWaiters.length - 1; i >= 0; i--) {
@@ -165,7 +166,12 @@ export class AgentSession {
         waiter.resolve();
       }
     }
-    if (this.#ready.length > 0 && this.#ready.length !== before) for (const listener of this.#changeListeners) listener();
+    // Any item newer than those seen before is news, however many wait.
+    const newest = this.#ready.at(-1)?.seq ?? 0;
+    if (newest > this.#newestReady) {
+      this.#newestReady = newest;
+      for (const listener of this.#changeListeners) listener();
+    }
   }
 
   /** Resolves once the runner has decided and recorded everything up to `seq`. */
@@ -188,11 +194,6 @@ export class AgentSession {
   /** Called when items become ready for this session (as the runner sees them). */
   onReady(listener: () => void): void {
     this.#changeListeners.push(listener);
-  }
-
-  /** How many items wait for this session, as of the runner's last idle point. */
-  get readyCount(): number {
-    return this.#ready.length;
   }
 
   /** Starts a child owned by this session. */
