@@ -18,9 +18,8 @@ import { sinkCommand } from "./sink.js";
 import { tailCommand } from "./tail.js";
 
 // Replaying a long log allocates fast and keeps little alive: by default V8 lets the heap
-// grow to several times the live data between full collections (a 3 M-event replay
-// peaked at 340 MB of RSS for about 55 MB live). Growing the heap by at most 30% past
-// what survives keeps the peak near the live state at no measured cost in time. A value
+// grow to several times the live data between full collections. Growing it by at most 30%
+// past what survives keeps the peak near the live state (docs/performance.md). A value
 // given to node itself (`node --heap-growing-percent=N turnfold …`) still wins.
 if (!process.execArgv.some((arg) => arg.startsWith("--heap-growing-percent"))) {
   try {

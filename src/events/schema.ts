@@ -7,7 +7,11 @@
  */
 import { z } from "zod";
 
-/** Version of the event vocabulary and of the SQLite log layout. */
+/**
+ * Version of the event vocabulary (docs/events.md). The storage layouts are versioned on
+ * their own: SQLite's by its migration list (`events/migrations.ts`), PostgreSQL's by its
+ * layout number (`events/postgres-log.ts`).
+ */
 export const schemaVersion = 1;
 
 const id = z.string().min(1, "must be a non-empty string");

@@ -289,8 +289,8 @@ export class SqliteLog implements EventStore {
     this.projections = projections;
     this.logId = String(db.prepare("SELECT value FROM meta WHERE key = 'log_id'").pluck().get());
     this.#rows = rowAccess(db, projections as readonly InlineProjection<unknown>[]);
-    // The body is the event as JSON with its seq first, so a replay reads and parses one
-    // column as is (the seq column stays the index and the truth; see `scanPages`).
+    // The body is the producer's event as JSON without its seq: the seq column is the index
+    // and the truth, and `scanPages` reads bodies alone where seqs are dense.
     this.#insert = db.prepare("INSERT INTO events (type, at, body) VALUES (?, ?, ?)");
     this.#bodies = db.prepare("SELECT seq, body FROM events WHERE seq >= ? ORDER BY seq LIMIT ?").raw();
     this.#rangeBodies = db.prepare("SELECT body FROM events WHERE seq BETWEEN ? AND ? ORDER BY seq").pluck();
@@ -301,10 +301,8 @@ export class SqliteLog implements EventStore {
     const inline = new Set(projections.flatMap((p) => [...p.eventTypes]));
     // Seqs are assigned inside the write transaction: SQLite gives a row with no rowid of
     // its own max(rowid)+1, the lock is held, and rows are never deleted, so the seqs of a
-    // batch follow the last one without a gap. (Binding the seq ourselves, after a
-    // max(seq) query, cost 2–5% of a batch append.) The body is the producer's event as
-    // JSON; the seq lives in its own column. (Writing the seq into the body too made
-    // appends 8–15% slower, measured twice; `scanPages` reads without it.)
+    // batch follow the last one without a gap, with no max(seq) query of our own
+    // (docs/performance.md has what each choice here cost).
     this.#insertAll = (given) => {
       const events = prepareEvents(given, redact);
       const seqs = new Array<number>(events.length);
@@ -454,8 +452,7 @@ export class SqliteLog implements EventStore {
   /**
    * The page `from … from + size - 1` read from bodies alone. Seqs are unique integers,
    * so `size` rows in a range of `size` seqs are exactly those seqs, in order: no seq
-   * column to fetch (a row array per event, measured at about a third of a replay's read
-   * cost). A shorter answer (the log's end, or a gap left by another writer) is
+   * column to fetch, and no row array per event (docs/performance.md). A shorter answer (the log's end, or a gap left by another writer) is
    * undefined, and the caller reads that page with its seqs.
    */
   #densePage(from: number, size: number): Stored[] | undefined {

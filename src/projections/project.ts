@@ -130,9 +130,8 @@ export class Projection {
     const buffer = this.#outputs;
     const outputs = buffer.slice(0, n);
     // Nothing handed over stays reachable from here. (Setting the length to 0 would also
-    // let the buffer go, and the next output would grow a new one. A loop, because
-    // `fill` with a range runs in V8's runtime, not in generated code: half a percent of
-    // the fold in a per-function breakdown, for one to three stores.)
+    // let the buffer go, and the next output would grow a new one. A loop, not `fill`
+    // with a range, which runs in V8's runtime rather than in generated code.)
     for (let i = 0; i < n; i++) buffer[i] = noOutput;
     this.#decided = 0;
     return outputs;

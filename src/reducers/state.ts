@@ -164,8 +164,8 @@ export interface State {
    * generations: new entries go to `releasedOwners`; when it holds `rememberedOwners`,
    * it becomes `releasedEarlier` and the generation before is dropped whole. So the
    * owners of at least the last `rememberedOwners` settled processes are known, and of
-   * at most twice as many. (Evicting the oldest entry on every settlement cost about a
-   * tenth of a replay, measured: a delete in a large, churned Map per completion.)
+   * at most twice as many, without a delete in a large, churned Map per settlement
+   * (docs/performance.md).
    */
   releasedOwners: Map<string, string | undefined>;
   /** The generation before `releasedOwners`; dropped whole when that one fills. */
