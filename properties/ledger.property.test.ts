@@ -10,7 +10,7 @@ import type { TurnfoldEvent } from "../src/events/index.js";
 import { openLog } from "../src/open.js";
 import { readAll } from "../src/events/log.js";
 import { Ledger } from "../src/ledger/ledger.js";
-import { defaultLedgerPolicy } from "../src/reducers/ledger.js";
+import { defaultLedgerPolicy } from "../src/ledger/decider.js";
 
 type Action = "complete" | "release" | "defer" | "drop" | "vanish";
 const action = fc.constantFrom<Action>("complete", "complete", "complete", "release", "release", "defer", "drop", "vanish");

@@ -72,7 +72,7 @@ export { ReportPage, reportHtml } from "./report/html.js";
 export { Inventory, type ItemRow, type SessionRow } from "./report/inventory.js";
 
 // The delegation ledger.
-export { defaultLedgerPolicy, type LedgerPolicy, type LedgerRow, type Delivery, type Refusal } from "./reducers/ledger.js";
+export { defaultLedgerPolicy, type LedgerPolicy, type LedgerRow, type Delivery, type Refusal } from "./ledger/decider.js";
 export { Ledger, type ClaimResult, type Transition, type Recovery, type LedgerOptions } from "./ledger/ledger.js";
 export { processStart, isAlive, currentProcess, type ProcessIdentity } from "./ledger/process-identity.js";
 

@@ -9,7 +9,7 @@ import { isPostgresUrl, redactUrl } from "./events/urls.js";
 import { defaultRedactor, type Redactor } from "./events/redact.js";
 import type { EventStore } from "./events/store.js";
 import { ledgerProjection } from "./ledger/projection.js";
-import { defaultLedgerPolicy, type LedgerPolicy } from "./reducers/ledger.js";
+import { defaultLedgerPolicy, type LedgerPolicy } from "./ledger/decider.js";
 
 /** How `openLog` opens a log. */
 export interface OpenLogOptions {

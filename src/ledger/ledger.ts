@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import type { TurnfoldEvent } from "../events/schema.js";
 import type { EventStore, StoreTransaction } from "../events/store.js";
-import { decideClaim, decideWithClaim, releaseDrops, type LedgerPolicy, type LedgerRow, type Refusal } from "../reducers/ledger.js";
+import { decideClaim, decideWithClaim, releaseDrops, type LedgerPolicy, type LedgerRow, type Refusal } from "./decider.js";
 import { ledgerOf, type LedgerProjection } from "./projection.js";
 import { isAlive as processIsAlive } from "./process-identity.js";
 

@@ -5,7 +5,7 @@
  * store applies claims with it and `Ledger` decides with it, one object for both.
  */
 import type { AnyInlineProjection, InlineProjection } from "../events/store.js";
-import { defaultLedgerPolicy, evolveLedger, ledgerEventTypes, type LedgerEvent, type LedgerPolicy, type LedgerRow } from "../reducers/ledger.js";
+import { defaultLedgerPolicy, evolveLedger, ledgerEventTypes, type LedgerEvent, type LedgerPolicy, type LedgerRow } from "./decider.js";
 
 export interface LedgerProjection extends InlineProjection<LedgerRow> {
   readonly name: "ledger";

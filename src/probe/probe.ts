@@ -20,7 +20,7 @@ import type { DispatchedTurn } from "../sinks/sink.js";
 import { Supervisor } from "../supervisor/supervisor.js";
 import { Ledger } from "../ledger/ledger.js";
 import { currentProcess } from "../ledger/process-identity.js";
-import type { LedgerRow } from "../reducers/ledger.js";
+import type { LedgerRow } from "../ledger/decider.js";
 
 export const scenarios = ["backlog", "single", "consumed", "foreign", "mixed"] as const;
 export type Scenario = (typeof scenarios)[number];

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import type { TurnfoldEvent } from "../../src/events/index.js";
 import { Ledger } from "../../src/ledger/ledger.js";
-import { defaultLedgerPolicy } from "../../src/reducers/ledger.js";
+import { defaultLedgerPolicy } from "../../src/ledger/decider.js";
 import { replay } from "../../src/projections/replay.js";
 import type { Adapter, Opened } from "./adapters.js";
 import { collect } from "./adapters.js";
