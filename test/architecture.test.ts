@@ -42,6 +42,12 @@ describe("architecture", () => {
     expect(bad).toEqual([]);
   });
 
+  it("src/cli imports no storage adapter: it opens logs with openLog and asks the port for what it needs", () => {
+    const adapters = /^events\/(sqlite-log|postgres-log|memory-log)\.ts$/;
+    const bad = [...graph].flatMap(([file, targets]) => (file.startsWith("cli/") ? targets.filter((t) => adapters.test(t)).map((t) => `${file} -> ${t}`) : []));
+    expect(bad).toEqual([]);
+  });
+
   it("no import cycle anywhere in src", () => {
     const cycles: string[] = [];
     const state = new Map<string, "open" | "done">();
