@@ -30,9 +30,19 @@ export interface Turn {
   readonly entryTexts?: readonly string[];
 }
 
+/**
+ * The fields that make a turn what it is, in the order `replay --json` writes them: what
+ * `--verify` compares between a record and the re-derived turn, and what a report shows.
+ */
+export const turnFields = ["seq", "session", "consumer", "kind", "members", "text"] as const;
+/** A turn's own fields (see `turnFields`). */
+export type TurnFields = Pick<Turn, (typeof turnFields)[number]>;
+
 /** A turn as one JSON object in the `replay --json` format (also the data of `serve`'s turn streams). */
 export function turnJson(turn: Turn): string {
-  return JSON.stringify({ seq: turn.seq, session: turn.session, consumer: turn.consumer, kind: turn.kind, members: turn.members, text: turn.text });
+  const fields: Partial<Record<(typeof turnFields)[number], unknown>> = {};
+  for (const field of turnFields) fields[field] = turn[field];
+  return JSON.stringify(fields);
 }
 
 /** One item ready for a session, as `Projection.ready` lists it. */

@@ -5,7 +5,7 @@
  * record at all says so up front, and the first derived turn is the difference.)
  */
 import type { Stored } from "../events/schema.js";
-import type { Turn } from "./project.js";
+import { turnFields, type Turn } from "./project.js";
 import { fromRecord } from "./dispatch-record.js";
 
 /** The first place where recorded and derived turns differ. */
@@ -29,7 +29,6 @@ export type Verified =
   | { readonly ok: false; readonly verdict: "differ"; readonly difference: Difference }
   | { readonly ok: false; readonly verdict: "no-records" };
 
-const fields = ["seq", "session", "consumer", "kind", "members", "text"] as const;
 
 /**
  * Streaming comparison: hand it each `notification.dispatched` record and each derived
@@ -154,7 +153,7 @@ function differenceOf(stored: Stored, turn: Turn, index: number): Difference | u
   const recorded = fromRecord(stored);
   // A record written without `drainSeq` (by another producer) cannot say which drain sent it.
   const hasDrainSeq = typeof stored.drainSeq === "number";
-  for (const field of fields) {
+  for (const field of turnFields) {
     if (field === "seq" && !hasDrainSeq) continue;
     if (JSON.stringify(recorded[field]) !== JSON.stringify(turn[field])) {
       return { index, field, recorded: recorded[field], derived: turn[field], recordSeq: stored.seq };

@@ -15,7 +15,7 @@ import { releasedOwner } from "../reducers/items.js";
 import { isLive, lineageTip } from "../reducers/ownership.js";
 import type { Session } from "../reducers/state.js";
 import { waitingItems, type Waiting } from "../projections/explain.js";
-import { Projection, type ProjectionOptions, type Turn } from "../projections/project.js";
+import { Projection, type ProjectionOptions, type Turn, type TurnFields } from "../projections/project.js";
 import { fateLine, waitingLine } from "../render/explain.js";
 
 /** One session's lane. */
@@ -29,7 +29,7 @@ export interface ReportLane {
 }
 
 /** A turn as the report draws it. */
-export interface ReportTurn extends Pick<Turn, "seq" | "session" | "consumer" | "kind" | "members" | "text"> {
+export interface ReportTurn extends TurnFields {
   /** Event time of the drain (or input) that sent it. */
   readonly at: number;
   readonly lane: number;
