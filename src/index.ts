@@ -41,7 +41,7 @@ export { redactUrl } from "./events/urls.js";
 
 // The projection and its ways to run.
 export { createState, evolve, type State } from "./reducers/index.js";
-export { Projection, type Turn, type StatusLine, type Output, type ProjectionOptions, type ReadyItem } from "./projections/project.js";
+export { Projection, type Turn, type StatusLine, type Output, type ProjectionOptions, type ReadyItem, type LedgerMove } from "./projections/project.js";
 export { replay, replayStream, type Replayed } from "./projections/replay.js";
 export { turns, type TurnsOptions } from "./projections/turns.js";
 export { liveTurns, type LiveOptions } from "./projections/live.js";

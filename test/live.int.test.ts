@@ -144,3 +144,40 @@ describe("a gateway window flushed on the wall clock", () => {
     await log.close();
   });
 });
+
+describe("the ledger moves the fold decides (R24, R26, R13)", () => {
+  const at = 1_700_000_000_000;
+  const opened = (session: string): TurnfoldEvent => ({ type: "session.opened", at, session, surface: "tui" });
+  const dispatched = (delegation: string, owner: string): TurnfoldEvent => ({ type: "delegation.dispatched", at, delegation, owner, goal: `do ${delegation}` });
+  const completed = (delegation: string): TurnfoldEvent => ({ type: "delegation.completed", at, delegation, status: "completed", summary: "done" });
+
+  async function settle(events: TurnfoldEvent[]) {
+    const log = await openLog(fresh(), { pollMs: 5 });
+    await log.append(events);
+    const subscription = liveTurns(log, { pollMs: 5 }).subscribe();
+    const expected = events.filter((e) => e.type === "drain").length;
+    for (let i = 0; i < 400; i++) {
+      const all = await readAll(log);
+      if (all.filter((e) => e.type === "notification.dispatched").length >= expected && all.some((e) => e.type === "delegation.delivered" || e.type === "delegation.dropped")) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    subscription.unsubscribe();
+    const all = await readAll(log);
+    await log.close();
+    return all;
+  }
+
+  it("a delegation turn that carried the result makes its ledger row delivered, in the append of its record", async () => {
+    const events = await settle([opened("s1"), dispatched("d1", "s1"), completed("d1"), { type: "drain", at, session: "s1", consumer: "tui-poller" }]);
+    const record = events.find((e) => e.type === "notification.dispatched")!;
+    const after = events.filter((e) => e.seq > record.seq).map((e) => `${e.type}:${(e as { claim?: string }).claim ?? ""}`);
+    expect(after).toEqual([`delegation.claimed:turnfold:${(record as { drainSeq: number }).drainSeq}:0`, `delegation.delivered:turnfold:${(record as { drainSeq: number }).drainSeq}:0`]);
+  });
+
+  it("a result dropped with its owner's user close makes its ledger row dropped, named after the close", async () => {
+    const events = await settle([opened("s1"), dispatched("d1", "s1"), completed("d1"), { type: "session.closed", at, session: "s1", reason: "user" }]);
+    const close = events.find((e) => e.type === "session.closed")!;
+    expect(events.filter((e) => e.type === "delegation.dropped").map((e) => (e as { claim: string }).claim)).toEqual([`turnfold:r13:${close.seq}`]);
+    expect(events.filter((e) => e.type === "notification.dispatched")).toEqual([]);
+  });
+});

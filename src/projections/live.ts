@@ -8,7 +8,6 @@
 import { Observable } from "rxjs";
 import type { EventLog } from "../events/log.js";
 import type { EventOf, Stored, TurnfoldEvent } from "../events/schema.js";
-import type { Note } from "../reducers/decisions.js";
 import { Projection, type Output, type ProjectionOptions, type ReadyItem, type StatusLine } from "./project.js";
 import { fromRecord, toRecord } from "./dispatch-record.js";
 import { backoffMs, isTransientStoreError } from "../events/transient.js";
@@ -71,15 +70,8 @@ export function liveTurns(log: EventLog, options: LiveOptions = {}): Observable<
 }
 
 async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSignal, options: LiveOptions): Promise<void> {
-  const fates: Note[] = [];
-  const fresh = () =>
-    new Projection({
-      ...options,
-      trace: (note) => {
-        fates.push(note);
-        options.trace?.(note);
-      },
-    });
+  // The fold decides the ledger's moves with the turns; this runner records them.
+  const fresh = () => new Projection({ ...options, ledgerMoves: true });
   let projection = fresh();
   /** After a rebuild, what was emitted up to this seq is not emitted again. */
   let quietUntil = 0;
@@ -135,21 +127,18 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
       return;
     }
     if (event.type === "delegation.dropped" || event.type === "delegation.delivered") pending.delete(`drop:${event.delegation}`);
-    fates.length = 0;
-    decide(projection.push(event), event.at, event.seq > quietUntil);
-    // A delegation result dropped with its owner's user close (R13): its ledger row too.
-    for (const note of fates) {
-      if (note.fate.what === "dropped" && note.member !== null && projection.state.settled.has(note.member)) {
-        pending.set(`drop:${note.member}`, ledgerMove(note.member, "delegation.dropped", event.at, `r13:${event.seq}`));
-      }
-    }
+    decide(projection.push(event), event.at, event.seq, event.seq > quietUntil);
   };
 
-  // Turns decided at one point share a drainSeq; `index` tells them apart.
-  const decide = (outputs: readonly Output[], at: number, loud = true) => {
+  // Turns decided at one point share a drainSeq; `index` tells them apart. Each ledger move
+  // the fold decided goes with the record of the turn that carried it, or (a drop of R13)
+  // on its own, named after the event that decided it.
+  const decide = (outputs: readonly Output[], at: number, point: number, loud = true) => {
+    const moves = projection.takeLedgerMoves();
     const indexes = new Map<number, number>();
     let statuses: StatusLine[] = [];
-    for (const output of outputs) {
+    for (let i = 0; i < outputs.length; i++) {
+      const output = outputs[i]!;
       if (output.type === "status") {
         if (loud) emit(output);
         statuses.push(output);
@@ -157,16 +146,15 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
         const index = indexes.get(output.seq) ?? 0;
         indexes.set(output.seq, index + 1);
         const record: TurnfoldEvent[] = [toRecord(output, index, at, statuses)];
-        // A delegation turn whose member is now settled carried its result (a task-failure
-        // notice settles nothing): the ledger row becomes delivered with the record.
-        if (output.kind === "delegation") {
-          for (const member of output.members) {
-            if (projection.state.settled.has(member)) record.push(...ledgerMove(member, "delegation.delivered", at, `${output.seq}:${index}`));
-          }
+        for (const move of moves) {
+          if (move.to === "delivered" && move.output === i) record.push(...ledgerMove(move.delegation, "delegation.delivered", at, `${output.seq}:${index}`));
         }
         pending.set(`${output.seq}:${index}`, record);
         statuses = [];
       }
+    }
+    for (const move of moves) {
+      if (move.to === "dropped") pending.set(`drop:${move.delegation}`, ledgerMove(move.delegation, "delegation.dropped", at, `r13:${point}`));
     }
   };
 
@@ -181,7 +169,7 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
     // Gateway windows close on time even when no later event comes (R28).
     const deadline = projection.nextDeadline;
     const flushed = deadline !== undefined && Date.now() >= deadline;
-    if (flushed) decide(projection.flushDue(Date.now()), deadline);
+    if (flushed) decide(projection.flushDue(Date.now()), deadline, next - 1);
     if (pending.size > 0) {
       // A conflict means someone appended meanwhile: read on, and decide again from there.
       // An append whose answer was lost with the connection is tried again and meets a

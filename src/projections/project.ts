@@ -101,7 +101,21 @@ export interface ProjectionOptions {
    * left out.
    */
   readonly staleAfterMs?: number;
+  /**
+   * Also decide the delegation ledger's moves (R24, R26), for `takeLedgerMoves`: what a
+   * live runner records with the turns. Off by default: replay and explain need none.
+   */
+  readonly ledgerMoves?: boolean;
 }
+
+/**
+ * A move of the delegation ledger that the fold decided with an event: a delegation
+ * turn carried the result (`delivered`, recorded with that turn), or the result was
+ * dropped with its owner's user close (R13).
+ */
+export type LedgerMove =
+  | { readonly to: "delivered"; readonly delegation: string; /** Position of the turn that carried it among the event's outputs. */ readonly output: number }
+  | { readonly to: "dropped"; readonly delegation: string };
 
 /** The projection: push events in log order, get the turns and status lines they decide. */
 export class Projection {
@@ -115,6 +129,9 @@ export class Projection {
   readonly #outputs: Output[] = [];
   #decided = 0;
   readonly #decisions: Decisions;
+  /** With `ledgerMoves`: the results dropped (R13) while the event was folded, and the moves decided with it. */
+  readonly #dropped: string[] | undefined;
+  #moves: LedgerMove[] = [];
 
   constructor(options: ProjectionOptions = {}) {
     checkLimits(options);
@@ -123,14 +140,47 @@ export class Projection {
     this.#tail = options.outputTail ?? defaultOutputTail;
     const dispatch = (d: Dispatch) => this.#render(d);
     const overBudget = (o: OverBudget) => this.#overBudget(o);
-    this.#decisions = options.trace ? { dispatch, overBudget, note: options.trace } : { dispatch, overBudget };
+    this.#dropped = options.ledgerMoves ? [] : undefined;
+    const dropped = this.#dropped;
+    const trace = options.trace;
+    const note =
+      dropped === undefined
+        ? trace
+        : (n: Note) => {
+            if (n.fate.what === "dropped" && n.member !== null) dropped.push(n.member);
+            trace?.(n);
+          };
+    this.#decisions = note ? { dispatch, overBudget, note } : { dispatch, overBudget };
   }
 
   /** Folds one event; returns the turns and status lines it caused, in order. */
   push(event: Stored): Output[] {
     step(this.#state, event, this.#decisions);
+    if (this.#dropped !== undefined) this.#decideMoves();
     if (this.#decided === 0) return noOutputs;
     return this.#take();
+  }
+
+  /**
+   * The ledger moves decided by the last `push`, `flushDue` or `finish` (with `ledgerMoves`): each delegation turn
+   * whose member is now settled carried its result (a task-failure notice settles
+   * nothing), and each result dropped with its owner's user close goes with it.
+   */
+  takeLedgerMoves(): LedgerMove[] {
+    const moves = this.#moves;
+    this.#moves = [];
+    return moves;
+  }
+
+  /** Once the event is folded, so that what it settled is settled. */
+  #decideMoves(): void {
+    const settled = this.#state.settled;
+    for (let i = 0; i < this.#decided; i++) {
+      const output = this.#outputs[i]!;
+      if (output.type !== "turn" || output.kind !== "delegation") continue;
+      for (const member of output.members) if (settled.has(member)) this.#moves.push({ to: "delivered", delegation: member, output: i });
+    }
+    for (const member of this.#dropped!.splice(0)) if (settled.has(member)) this.#moves.push({ to: "dropped", delegation: member });
   }
 
   /** Hands over what was decided, as an array of its own of exactly that length, and empties the buffer. */
@@ -154,12 +204,14 @@ export class Projection {
   /** End of input: flushes every open gateway window (R28). */
   finish(): Output[] {
     flushGateway(this.#state, Number.POSITIVE_INFINITY, this.#decisions, true);
+    if (this.#dropped !== undefined) this.#decideMoves();
     return this.#take();
   }
 
   /** Flushes the gateway windows due at `now` (event time), with no event to trigger them. */
   flushDue(now: number): Output[] {
     if (this.#state.gatewayWindows.size > 0) flushGateway(this.#state, now, this.#decisions);
+    if (this.#dropped !== undefined) this.#decideMoves();
     return this.#take();
   }
 
