@@ -4,7 +4,7 @@
  * operator and the live runner all drive this one class, which is why they agree.
  */
 import { z } from "zod";
-import { Budget, type Stored, type TurnKind } from "../events/schema.js";
+import { Budget, type EventOf, type Stored, type TurnKind } from "../events/schema.js";
 import { describeIssue, valueAt } from "../events/validate.js";
 import type { Decisions, Dispatch, Note, OverBudget } from "../reducers/decisions.js";
 import { step } from "../reducers/reduce.js";
@@ -14,21 +14,16 @@ import { lineageTip } from "../reducers/ownership.js";
 import { createState, defaultGateway, turnKindOf, type GatewayOptions, type Item, type ParkingLimits, type State } from "../reducers/state.js";
 import { createRenderer, defaultOutputTail, renderText, type Renderer } from "../render/renderer.js";
 
-/** One notification delivered to a conversation (docs/rules.md). */
-export interface Turn {
-  readonly type: "turn";
-  /** Seq of the drain (TUI) or `input.taken` (CLI) that sent it. */
-  readonly seq: number;
-  readonly session: string;
-  readonly consumer: string;
-  readonly kind: TurnKind;
-  readonly members: readonly string[];
-  readonly text: string;
-  /** Gateway turns: each entry's identity (process id and start time), remembered by the sender. */
-  readonly identities?: readonly string[];
-  /** Gateway turns: each entry's own text, so a sender can send only the entries not yet delivered. */
-  readonly entryTexts?: readonly string[];
-}
+/** A dispatch record's fields that a turn carries (the record schema is their one definition). */
+type RecordedTurn = Pick<EventOf<"notification.dispatched">, "session" | "consumer" | "kind" | "members" | "text" | "identities" | "entryTexts">;
+
+/**
+ * One notification delivered to a conversation (docs/rules.md): the fields of its
+ * dispatch record (`notification.dispatched`, whose schema documents them; `identities`
+ * and `entryTexts` only on gateway turns), read-only, and `seq`, the seq of the drain (TUI)
+ * or `input.taken` (CLI) that sent it.
+ */
+export type Turn = { readonly type: "turn"; readonly seq: number } & { readonly [K in keyof RecordedTurn]: RecordedTurn[K] extends (infer U)[] ? readonly U[] : RecordedTurn[K] };
 
 /**
  * The fields that make a turn what it is, in the order `replay --json` writes them: what
