@@ -170,6 +170,7 @@ describe("turnfold mcp, pull and resource modes", () => {
     const s = await server({ ...at, push: "resource", session: "res-1" });
     const uri = "turnfold://session/res-1/inbox";
     expect(s.client.getServerCapabilities()?.resources?.subscribe).toBe(true);
+    expect(s.client.getInstructions()).toContain(uri);
     await s.client.subscribeResource({ uri });
     const id = await started(s, "echo for the inbox");
     for (let i = 0; i < 500 && s.updates.length === 0; i++) await sleep(20);

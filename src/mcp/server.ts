@@ -69,7 +69,7 @@ export async function startMcpServer(options: McpServerOptions, transport: Trans
         ...(options.push === "channel" ? { experimental: { "claude/channel": {} } } : {}),
         ...(options.push === "resource" ? { resources: { subscribe: true } } : {}),
       },
-      instructions: instructions(options.push),
+      instructions: instructions(options.push, inboxUri(options.session)),
     },
   );
   const context: ToolContext = { agent, push: options.push };
@@ -157,11 +157,11 @@ function resourcePush(server: McpServer, agent: AgentSession, options: McpServer
 }
 
 /** What the host's model is told about this server when it connects. */
-function instructions(push: PushMode): string {
+function instructions(push: PushMode, inbox: string): string {
   const how = {
     channel:
       "Results arrive on their own as <channel source=\"turnfold\"> events: several processes that finished together come as one message that asks for one consolidated answer, and failures are always included. Act on them when they arrive.",
-    resource: `Results are announced as updates of the resource ${"turnfold://session/…/inbox"}; reading it returns them once.`,
+    resource: `Results are announced as updates of the resource ${inbox}; reading it returns them once, and nothing is returned twice.`,
     none: "Nothing arrives on its own: call take_notifications when you have finished a step and background processes may have finished, before you tell the user that work is done, and whenever the user asks about them.",
   }[push];
   return [
