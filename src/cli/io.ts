@@ -84,6 +84,24 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   throw error;
 });
 
+/**
+ * Writes what a long-running command does on stderr: `PREFIX: event key=value …`, or one
+ * JSON object per line with `json`.
+ */
+export function reporter(json: boolean, prefix = "turnfold") {
+  return (fields: Record<string, unknown>) => {
+    if (json) {
+      process.stderr.write(JSON.stringify({ at: new Date().toISOString(), ...fields }) + "\n");
+      return;
+    }
+    const { event, ...rest } = fields;
+    const text = Object.entries(rest)
+      .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)
+      .join(" ");
+    process.stderr.write(`${prefix}: ${String(event)} ${text}\n`);
+  };
+}
+
 /** Runs a command body; expected failures print one clear line and exit 1, never a stack trace. */
 export async function runCommand(body: () => Promise<number | void>): Promise<void> {
   try {

@@ -7,7 +7,7 @@ import { InvalidArgumentError, Option, type Command } from "commander";
 import { redactUrl } from "../events/urls.js";
 import { pushModes, type PushMode } from "../mcp/modes.js";
 import { openLog } from "../open.js";
-import { runCommand, stopSignal, stopped } from "./io.js";
+import { reporter, runCommand, stopSignal, stopped } from "./io.js";
 import { outputTailOption, parseDuration, positiveInt, staleAfterOption } from "./options.js";
 
 interface McpOptions {
@@ -76,10 +76,7 @@ export function mcpCommand(program: Command): void {
         const target = options.db ?? process.env["TURNFOLD_DB"] ?? defaultLog();
         const log = await openLog(target, { create: true });
         const session = options.session ?? `mcp-${randomBytes(4).toString("hex")}`;
-        const say = (fields: Record<string, unknown>) => {
-          const { event, ...rest } = fields;
-          process.stderr.write(`turnfold mcp: ${String(event)} ${Object.entries(rest).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(" ")}\n`);
-        };
+        const say = reporter(false, "turnfold mcp");
         // Loaded here: the SDK is for this command only.
         const [{ startMcpServer }, { StdioServerTransport }] = await Promise.all([import("../mcp/server.js"), import("@modelcontextprotocol/sdk/server/stdio.js")]);
         const server = await startMcpServer(

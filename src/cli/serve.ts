@@ -5,7 +5,7 @@ import { openLog } from "../open.js";
 import type { Pipeline, PipelineEvent } from "../service/pipeline.js";
 import type { TurnfoldLog } from "../open.js";
 import { shownSinkUrl } from "../sinks/http.js";
-import { InputError, listenError, runCommand, stopSignal, stopped } from "./io.js";
+import { InputError, listenError, reporter, runCommand, stopSignal, stopped } from "./io.js";
 import { checkSinkUrl, dbOption, foldOptions, outputTailOption, parseDuration, staleAfterOption, portNumber, positiveInt } from "./options.js";
 
 interface RunOptions {
@@ -24,21 +24,6 @@ interface ServeOptions extends RunOptions {
   bodyLimit: number;
   requestTimeoutMs: number;
   allowUnaddressed?: boolean;
-}
-
-/** Writes what the pipeline and the server do on stderr: a short line, or one JSON object with `--json`. */
-function reporter(json: boolean) {
-  return (fields: Record<string, unknown>) => {
-    if (json) {
-      process.stderr.write(JSON.stringify({ at: new Date().toISOString(), ...fields }) + "\n");
-      return;
-    }
-    const { event, ...rest } = fields;
-    const text = Object.entries(rest)
-      .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)
-      .join(" ");
-    process.stderr.write(`turnfold: ${String(event)} ${text}\n`);
-  };
 }
 
 export function runCommands(program: Command): void {
