@@ -70,7 +70,7 @@ function heapAfterFold(): number {
   gc();
   const after = process.memoryUsage().heapUsed;
   // Keep the projection alive until after the measurement.
-  if (projection.state.sessions.size !== sessions) throw new Error("unexpected state");
+  if (projection.query.sessionCount !== sessions) throw new Error("unexpected state");
   return (after - before) / (1024 * 1024);
 }
 

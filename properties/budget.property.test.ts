@@ -4,7 +4,7 @@ import { expect } from "vitest";
 import { histories } from "../src/arbitraries/index.js";
 import type { Budget, Stored } from "../src/events/schema.js";
 import type { Note } from "../src/reducers/decisions.js";
-import { Projection, type Output, type Turn } from "../src/projections/project.js";
+import { inspectFold, Projection, type Output, type Turn } from "../src/projections/project.js";
 
 const budgets = fc.record({ capacity: fc.integer({ min: 1, max: 3 }), refillMs: fc.constantFrom(500, 2_000, 5_000, 60_000) });
 const busy = histories({ mix: { drain: 6, input: 4, wait: 1 } });
@@ -56,7 +56,7 @@ test.prop([busy, budgets])("R30: with a budget nothing is lost or sent twice: an
     if (note.fate.what === "dispatched") sent.set(note.itemSeq, (sent.get(note.itemSeq) ?? 0) + 1);
   }
   for (const [item, times] of sent) expect(times, `item ${item} sent ${times} times`).toBe(1);
-  const state = projection.state;
+  const state = inspectFold(projection);
   const waiting = new Set<number>([
     ...state.unaddressed.map((i) => i.seq),
     ...state.parked.map((i) => i.seq),

@@ -4,6 +4,7 @@ import { expect } from "vitest";
 import { histories } from "../src/arbitraries/index.js";
 import type { Item } from "../src/reducers/index.js";
 import { traced } from "./support/oracle.js";
+import { inspectFold } from "../src/projections/project.js";
 
 const terminal = new Set(["dispatched", "consumed", "dropped", "expired", "evicted", "skipped-for-poll", "settled-elsewhere"]);
 
@@ -16,7 +17,7 @@ test.prop([histories()])("no loss: every item made is dispatched, left out for a
     made.add(n.itemSeq);
     if (terminal.has(n.fate.what) && !(n.fate.what === "skipped-for-poll" && eventOwnerless(events, n.itemSeq))) ended.set(n.itemSeq, n.fate.what);
   }
-  const state = t.projection.state;
+  const state = inspectFold(t.projection);
   const waiting = new Set<number>();
   const add = (items: readonly Item[]) => items.forEach((i) => waiting.add(i.seq));
   for (const s of state.sessions.values()) {

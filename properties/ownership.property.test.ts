@@ -3,6 +3,7 @@ import { test } from "@fast-check/vitest";
 import { expect } from "vitest";
 import { histories } from "../src/arbitraries/index.js";
 import { itemOwner, ownerAt, processOwner, traced, turnItems } from "./support/oracle.js";
+import { inspectFold } from "../src/projections/project.js";
 
 test.prop([histories({ mix: { compress: 3, open: 3 } })])("R11/R14: every process item reaches only the session its owner key resolves to, across any compression chain", (events) => {
   for (const turn of traced(events).turns) {
@@ -27,7 +28,7 @@ test.prop([histories({ mix: { delegate: 4, compress: 2 } })])("R11: a delegation
 test.prop([histories()])("R12: items owned by a live session that never drains stay queued for it", (events) => {
   const t = traced(events);
   const drained = new Set(events.filter((e) => e.type === "drain").map((e) => (e as { session: string }).session));
-  for (const [key, session] of t.projection.state.sessions) {
+  for (const [key, session] of inspectFold(t.projection).sessions) {
     if (drained.has(key)) continue;
     for (const item of session.queue) expect(t.turns.some((x) => x.members.includes(item.member ?? "") && x.seq > item.seq && x.kind === "completions" && item.kind === "completion")).toBe(false);
   }

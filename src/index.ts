@@ -40,8 +40,9 @@ export { isLogError, type LogError, type LogErrorCode } from "./events/errors.js
 export { redactUrl } from "./events/urls.js";
 
 // The projection and its ways to run.
-export { createState, evolve, type State } from "./reducers/index.js";
 export { Projection, type Turn, type StatusLine, type Output, type ProjectionOptions, type ReadyItem, type LedgerMove } from "./projections/project.js";
+export type { FoldQuery, WaitingItem } from "./reducers/query.js";
+export type { Item, ItemKind, ItemContext } from "./reducers/model.js";
 export { replay, replayStream, type Replayed } from "./projections/replay.js";
 export { turns, type TurnsOptions } from "./projections/turns.js";
 export { liveTurns, type LiveOptions } from "./projections/live.js";

@@ -48,6 +48,22 @@ describe("architecture", () => {
     expect(bad).toEqual([]);
   });
 
+  it("nothing outside src/reducers imports the fold's state module: readers ask a FoldQuery", () => {
+    const bad = [...graph].flatMap(([file, targets]) =>
+      file.startsWith("reducers/") ? [] : targets.filter((t) => t === "reducers/state.ts" || t === "reducers/index.ts").map((t) => `${file} -> ${t}`),
+    );
+    expect(bad).toEqual([]);
+  });
+
+  it("nothing in src reads the fold's state through the white-box test hooks", () => {
+    const bad = sources(root).flatMap((file) => {
+      const name = relative(root, file);
+      if (name === "projections/project.ts" || name.startsWith("reducers/")) return [];
+      return /\binspectFold\b|\.inspect\(\)/.test(readFileSync(file, "utf8")) ? [name] : [];
+    });
+    expect(bad).toEqual([]);
+  });
+
   it("no import cycle anywhere in src", () => {
     const cycles: string[] = [];
     const state = new Map<string, "open" | "done">();

@@ -120,11 +120,11 @@ describe("the global watch breaker (R21)", () => {
   });
 });
 
-import { Projection } from "../src/projections/project.js";
+import { inspectFold, Projection } from "../src/projections/project.js";
 function replayState(events: Stored[]) {
   const projection = new Projection();
   for (const e of events) projection.push(e);
-  return { state: projection.state };
+  return { state: inspectFold(projection) };
 }
 
 describe("R18: a headless session's items are read on request", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { from, lastValueFrom, toArray } from "rxjs";
 import { createState, evolve, type State } from "../src/reducers/index.js";
-import { Projection } from "../src/projections/project.js";
+import { inspectFold, Projection } from "../src/projections/project.js";
 import { replay } from "../src/projections/replay.js";
 import { turns } from "../src/projections/turns.js";
 import { verifyRecorded } from "../src/projections/verify.js";
@@ -64,8 +64,8 @@ describe("one projection, three ways to run it", () => {
     const h = new History().open("s1");
     for (let i = 0; i < 200; i++) h.completions("s1", [`p${i}`]).drain("s1");
     for (const e of h.events) projection.push(e);
-    expect(projection.state.processes.size).toBe(0);
-    expect(projection.state.sessions.get("s1")!.queue).toEqual([]);
+    expect(inspectFold(projection).processes.size).toBe(0);
+    expect(inspectFold(projection).sessions.get("s1")!.queue).toEqual([]);
   });
 });
 

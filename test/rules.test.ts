@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import type { DrainConsumer } from "../src/events/index.js";
 import { replay } from "../src/projections/replay.js";
-import { Projection } from "../src/projections/project.js";
+import { inspectFold, Projection } from "../src/projections/project.js";
 import { History, ids } from "./support/history.js";
 import { turnKindOf } from "../src/reducers/state.js";
 
@@ -70,7 +70,7 @@ describe.each(["tui-poller", "tui-post-turn", "cli-idle", "cli-post-turn"] as co
     const projection = new Projection();
     const outputs = h.events.flatMap((e) => projection.push(e));
     expect(outputs).toEqual([]);
-    expect(projection.state.sessions.get("owner")!.queue.map((i) => i.member)).toEqual(ids("p", 12));
+    expect(inspectFold(projection).sessions.get("owner")!.queue.map((i) => i.member)).toEqual(ids("p", 12));
   });
 
   it("mixed: 4 completions, a watch, 4, a delegation, 4 make 5 turns in order, the delegation once", () => {
@@ -272,7 +272,7 @@ describe("busy, surfaces and context (R15–R19)", () => {
     const h = new History().open("s1", "cli").completions("s1", ["p1", "p2"]).drain("s1", "cli-idle");
     const projection = new Projection();
     for (const e of h.events) projection.push(e);
-    const [entry] = projection.state.sessions.get("s1")!.inbox;
+    const [entry] = inspectFold(projection).sessions.get("s1")!.inbox;
     expect(entry!.items.map((i) => i.member)).toEqual(["p1", "p2"]);
     expect(JSON.stringify(entry)).not.toContain("background processes finished");
   });

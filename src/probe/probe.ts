@@ -227,10 +227,7 @@ function measure(
   });
   const projection = new Projection();
   for (const e of events) projection.push(e);
-  const queueRemaining = [...projection.state.sessions.values()].reduce(
-    (n, s) => n + s.queue.length + s.inbox.reduce((m, entry) => m + entry.items.length, 0),
-    0,
-  );
+  const queueRemaining = projection.query.queuedItems();
   const run: Omit<ProbeRun, "problems"> = {
     surface: consumer,
     scenario,

@@ -3,26 +3,12 @@
  * item it made: which turn carried it, or why none did.
  */
 import type { EventOf, Stored } from "../events/schema.js";
-import { nextTokenAt } from "../reducers/budget.js";
-import { isLive, lineageTip } from "../reducers/ownership.js";
 import type { Fate, Note } from "../reducers/decisions.js";
-import type { Item, State } from "../reducers/state.js";
+import type { Waiting } from "../reducers/query.js";
 import { Projection, type ProjectionOptions, type Turn } from "./project.js";
 
 /** Where an item that was never settled is waiting, at the end of the history. */
-export type Waiting =
-  | {
-      readonly where: "queue";
-      readonly session: string;
-      readonly busy: boolean;
-      readonly surface: string;
-      readonly drainedSince: boolean;
-      /** Set when the last drain left it queued for want of a token (R30): when the next token comes. */
-      readonly overBudget: { readonly nextTokenAt: number } | undefined;
-    }
-  | { readonly where: "inbox"; readonly session: string; readonly consumer: string }
-  | { readonly where: "unaddressed" }
-  | { readonly where: "parked"; readonly owner: string; readonly since: number; readonly until: number };
+export type { Waiting } from "../reducers/query.js";
 
 /** A drain of a session that could not take the item: it belongs to another session. */
 export interface ForeignDrain {
@@ -97,12 +83,11 @@ export class Explainer {
 
   /** R31 "owned by another session": a drain of a session outside the waiting item's lineage. */
   #noteForeignDrain(event: Stored<EventOf<"drain">>): void {
-    const state = this.#projection.state;
-    const drainer = lineageTip(state, event.session);
-    if (drainer === undefined || !isLive(drainer)) return;
+    const query = this.#projection.query;
+    const drainer = query.liveTip(event.session);
+    if (drainer === undefined) return;
     for (const [itemSeq, owner] of this.#waitingIn) {
-      const tip = lineageTip(state, owner);
-      if (tip === drainer || !tip?.queue.some((item) => item.seq === itemSeq)) continue;
+      if (query.tip(owner) === drainer || !query.isQueued(owner, itemSeq)) continue;
       const foreign = this.#foreign.get(itemSeq) ?? { drains: [], count: 0 };
       if (foreign.drains.length < 5) foreign.drains.push({ seq: event.seq, session: event.session, owner });
       foreign.count++;
@@ -136,11 +121,11 @@ export class Explainer {
       story.fates.push({ ...note.fate, seq: note.seq });
       stories.set(key, story);
     }
-    const state = this.#projection.state;
+    const query = this.#projection.query;
     const items = [...stories.values()].map((story): ItemStory => {
       const last = story.fates[story.fates.length - 1];
       const turn = last?.what === "dispatched" ? this.#turns.find((t) => t.seq === last.seq) : undefined;
-      const found = story.itemSeq === undefined ? undefined : locate(state, story.itemSeq, this.#drains);
+      const found = story.itemSeq === undefined ? undefined : query.locate(story.itemSeq, this.#drains);
       const foreign = story.itemSeq === undefined ? undefined : this.#foreign.get(story.itemSeq);
       return {
         itemSeq: story.itemSeq,
@@ -171,36 +156,4 @@ function kindFromEvents(events: readonly Stored[], seq: number | undefined): str
   if (event.type === "heartbeat") return "heartbeat";
   if (event.type.startsWith("delegation.")) return "delegation";
   return "diagnostic";
-}
-
-/** Where an item still in the state waits at the end of a history, if anywhere (for explain). */
-export function locate(state: State, seq: number, drains: ReadonlyMap<string, number>): { item: Item; waiting: Waiting } | undefined {
-  for (const found of waitingItems(state, drains)) if (found.item.seq === seq) return found;
-  return undefined;
-}
-
-/**
- * Every item still in the state and where it waits, in the order `locate` searches: each
- * session's queue and then its inbox, the unaddressed items, the parked ones. One pass
- * for the report, which asks about every waiting item at once.
- */
-export function* waitingItems(state: State, drains: ReadonlyMap<string, number>): Generator<{ item: Item; waiting: Waiting }> {
-  for (const session of state.sessions.values()) {
-    if (session.queue.length > 0) {
-      const tokenAt = session.overBudget > 0 ? nextTokenAt(session) : undefined;
-      const overBudget = tokenAt === undefined ? undefined : { nextTokenAt: tokenAt };
-      for (const item of session.queue) {
-        const drainedSince = (drains.get(session.key) ?? 0) > item.seq;
-        yield { item, waiting: { where: "queue", session: session.key, busy: session.busy, surface: session.surface, drainedSince, overBudget } };
-      }
-    }
-    for (const entry of session.inbox) {
-      for (const item of entry.items) yield { item, waiting: { where: "inbox", session: session.key, consumer: entry.consumer } };
-    }
-  }
-  for (const item of state.unaddressed) yield { item, waiting: { where: "unaddressed" } };
-  for (const item of state.parked) {
-    const since = item.parkedAt ?? state.now;
-    yield { item, waiting: { where: "parked", owner: item.owner!, since, until: since + state.parking.ttlMs } };
-  }
 }

@@ -7,11 +7,9 @@ import { z } from "zod";
 import { Budget, type EventOf, type Stored, type TurnKind } from "../events/schema.js";
 import { describeIssue, valueAt } from "../events/validate.js";
 import type { Decisions, Dispatch, Note, OverBudget } from "../reducers/decisions.js";
-import { step } from "../reducers/reduce.js";
-import { stillSendable } from "../reducers/drain.js";
-import { flushGateway, nextGatewayDeadline } from "../reducers/gateway.js";
-import { lineageTip } from "../reducers/ownership.js";
-import { createState, defaultGateway, turnKindOf, type GatewayOptions, type Item, type ParkingLimits, type State } from "../reducers/state.js";
+import { Fold } from "../reducers/fold.js";
+import { turnKindOf, type GatewayOptions, type Item, type ParkingLimits } from "../reducers/model.js";
+import type { FoldQuery } from "../reducers/query.js";
 import { createRenderer, defaultOutputTail, renderText, type Renderer } from "../render/renderer.js";
 
 /** A dispatch record's fields that a turn carries (the record schema is their one definition). */
@@ -112,9 +110,23 @@ export type LedgerMove =
   | { readonly to: "delivered"; readonly delegation: string; /** Position of the turn that carried it among the event's outputs. */ readonly output: number }
   | { readonly to: "dropped"; readonly delegation: string };
 
+let foldOf: (projection: Projection) => Fold;
+
+/**
+ * The fold's state under a projection, for white-box tests of the reducers (the state is
+ * not a public API, and nothing in `src` reads it: test/architecture.test.ts).
+ */
+export function inspectFold(projection: Projection): ReturnType<Fold["inspect"]> {
+  return foldOf(projection).inspect();
+}
+
 /** The projection: push events in log order, get the turns and status lines they decide. */
 export class Projection {
-  readonly #state: State;
+  static {
+    foldOf = (projection) => projection.#fold;
+  }
+  readonly #fold: Fold;
+  readonly #gateway: GatewayOptions;
   readonly #renderer: Renderer;
   readonly #tail: number;
   /**
@@ -130,7 +142,8 @@ export class Projection {
 
   constructor(options: ProjectionOptions = {}) {
     checkLimits(options);
-    this.#state = createState(options.parking, { ...defaultGateway, ...options.gateway }, options.budget, options.staleAfterMs);
+    this.#fold = new Fold(options);
+    this.#gateway = this.#fold.query.gateway;
     this.#renderer = createRenderer(options.templates);
     this.#tail = options.outputTail ?? defaultOutputTail;
     const dispatch = (d: Dispatch) => this.#render(d);
@@ -150,7 +163,7 @@ export class Projection {
 
   /** Folds one event; returns the turns and status lines it caused, in order. */
   push(event: Stored): Output[] {
-    step(this.#state, event, this.#decisions);
+    this.#fold.step(event, this.#decisions);
     if (this.#dropped !== undefined) this.#decideMoves();
     if (this.#decided === 0) return noOutputs;
     return this.#take();
@@ -169,13 +182,13 @@ export class Projection {
 
   /** Once the event is folded, so that what it settled is settled. */
   #decideMoves(): void {
-    const settled = this.#state.settled;
+    const query = this.#fold.query;
     for (let i = 0; i < this.#decided; i++) {
       const output = this.#outputs[i]!;
       if (output.type !== "turn" || output.kind !== "delegation") continue;
-      for (const member of output.members) if (settled.has(member)) this.#moves.push({ to: "delivered", delegation: member, output: i });
+      for (const member of output.members) if (query.isSettled(member)) this.#moves.push({ to: "delivered", delegation: member, output: i });
     }
-    for (const member of this.#dropped!.splice(0)) if (settled.has(member)) this.#moves.push({ to: "dropped", delegation: member });
+    for (const member of this.#dropped!.splice(0)) if (query.isSettled(member)) this.#moves.push({ to: "dropped", delegation: member });
   }
 
   /** Hands over what was decided, as an array of its own of exactly that length, and empties the buffer. */
@@ -198,21 +211,21 @@ export class Projection {
 
   /** End of input: flushes every open gateway window (R28). */
   finish(): Output[] {
-    flushGateway(this.#state, Number.POSITIVE_INFINITY, this.#decisions, true);
+    this.#fold.flushGateway(Number.POSITIVE_INFINITY, this.#decisions, true);
     if (this.#dropped !== undefined) this.#decideMoves();
     return this.#take();
   }
 
   /** Flushes the gateway windows due at `now` (event time), with no event to trigger them. */
   flushDue(now: number): Output[] {
-    if (this.#state.gatewayWindows.size > 0) flushGateway(this.#state, now, this.#decisions);
+    this.#fold.flushGateway(now, this.#decisions);
     if (this.#dropped !== undefined) this.#decideMoves();
     return this.#take();
   }
 
   /** When (event time) the next gateway window is due, if one is open. */
   get nextDeadline(): number | undefined {
-    return nextGatewayDeadline(this.#state);
+    return this.#fold.nextDeadline;
   }
 
   /**
@@ -222,11 +235,8 @@ export class Projection {
    * and consumes nothing. A retired key reads its lineage's live tip.
    */
   ready(session: string): ReadyItem[] {
-    const tip = lineageTip(this.#state, session);
-    if (tip === undefined) return [];
-    return [...tip.queue, ...this.#state.unaddressed]
-      .filter((item) => stillSendable(this.#state, item))
-      .sort((a, b) => a.seq - b.seq)
+    return this.#fold.query
+      .sendable(session)
       .map((item) => ({ seq: item.seq, member: item.member, kind: turnKindOf(item.kind), title: this.#renderer.title(item) }));
   }
 
@@ -235,12 +245,16 @@ export class Projection {
    * for want of a token. 0 once a drain took everything. A retired key reads its tip.
    */
   overBudget(session: string): number {
-    return lineageTip(this.#state, session)?.overBudget ?? 0;
+    return this.#fold.query.overBudget(session);
   }
 
-  /** The state, for inspection (read it, do not change it). */
-  get state(): State {
-    return this.#state;
+  /**
+   * Read-only questions about what the fold holds at this point of the history (where a
+   * key's lineage leads, where an item waits, who owns a process): how explain, the
+   * report and the probe read the fold. An answer holds until the next push.
+   */
+  get query(): FoldQuery {
+    return this.#fold.query;
   }
 
   /** A TUI drain that ran out of tokens shows how many items wait, after its turns' own lines. */
@@ -256,7 +270,7 @@ export class Projection {
         this.#emit({ type: "status", seq: d.seq, item: item.seq, session: d.session, member: item.member, status: this.#renderer.title(item) });
       }
     }
-    const turn: Turn = { type: "turn", seq: d.seq, session: d.session, consumer: d.consumer, kind: d.kind, members: membersOf(d.items), text: renderText(d, this.#renderer, this.#state.gateway, this.#tail) };
+    const turn: Turn = { type: "turn", seq: d.seq, session: d.session, consumer: d.consumer, kind: d.kind, members: membersOf(d.items), text: renderText(d, this.#renderer, this.#gateway, this.#tail) };
     if (d.consumer !== "gateway" || d.kind !== "completions") {
       this.#emit(turn);
       return;
@@ -264,7 +278,7 @@ export class Projection {
     this.#emit({
       ...turn,
       identities: d.items.map((i) => `${i.member}@${i.context.startedAt ?? i.event.at}`),
-      entryTexts: d.items.map((i) => renderText({ ...d, items: [i] }, this.#renderer, this.#state.gateway, this.#tail)),
+      entryTexts: d.items.map((i) => renderText({ ...d, items: [i] }, this.#renderer, this.#gateway, this.#tail)),
     });
   }
 }

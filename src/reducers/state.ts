@@ -6,48 +6,12 @@
  * fields never change once made, so an immer copy of the record (its flags changed) and the
  * item's reference to the original always agree on what the item renders.
  */
-import type { Budget, DrainConsumer, Route, Stored, Surface, TurnKind } from "../events/schema.js";
+import type { Budget, DrainConsumer, Route, Surface, TurnKind } from "../events/schema.js";
+import type { GatewayOptions, Item, ItemContext, ParkingLimits } from "./model.js";
+import { defaultParking, defaultGateway } from "./model.js";
 
-export type ItemKind = "completion" | "watch" | "heartbeat" | "delegation" | "diagnostic";
-
-/**
- * The kind of turn an item makes on its own (a run of completions is one `completions`
- * turn; every other kind has its own name). Comparisons, not a lookup table: a table read
- * with a key that changes from item to item is a megamorphic keyed load on the drain path.
- */
-export function turnKindOf(kind: ItemKind): TurnKind {
-  return kind === "completion" ? "completions" : kind;
-}
-
-/**
- * What a renderer needs besides the source event. A process's context is made once, when
- * it starts, and shared by all its items (never changed); a delegation result's, when the
- * item is made. A field may be present and undefined: a process's context is its record
- * (`Proc`), made with all its fields at once, so every such context has one shape.
- */
-export interface ItemContext {
-  readonly command?: string | undefined;
-  readonly ownerTask?: string | undefined;
-  readonly handoffNote?: string | undefined;
-  readonly goal?: string;
-  readonly goals?: readonly string[];
-  /** When its process started (event time): with the id, the identity the gateway remembers. */
-  readonly startedAt?: number | undefined;
-}
-
-/** Something ready to notify (docs/rules.md). Its identity is the seq of the event that made it. */
-export interface Item {
-  readonly seq: number;
-  readonly kind: ItemKind;
-  /** Process or delegation id; null for a diagnostic about no single process. */
-  readonly member: string | null;
-  /** The session key the item is addressed to; undefined for unaddressed items. */
-  readonly owner: string | undefined;
-  readonly event: Stored;
-  readonly context: ItemContext;
-  /** When (event time) it entered the parking lot; set only while parked. */
-  parkedAt?: number;
-}
+// The shared vocabulary, for the reducers' convenience (everyone else imports model.ts).
+export { turnKindOf, defaultParking, defaultGateway, type ItemKind, type ItemContext, type Item, type ParkingLimits, type GatewayOptions } from "./model.js";
 
 export interface InboxEntry {
   readonly consumer: DrainConsumer;
@@ -120,15 +84,6 @@ export interface Delegation {
   failedTasks: Set<number> | undefined;
 }
 
-export interface ParkingLimits {
-  /** How long a parked item waits for its owner, in ms of event time. */
-  readonly ttlMs: number;
-  readonly total: number;
-  readonly perOwner: number;
-}
-
-export const defaultParking: ParkingLimits = { ttlMs: 600_000, total: 32, perOwner: 8 };
-
 /** The messaging gateway's window (R28): per route, measured in event time. */
 export interface GatewayWindow {
   readonly key: string;
@@ -138,17 +93,6 @@ export interface GatewayWindow {
   readonly opensAt: number;
   readonly items: Item[];
 }
-
-export interface GatewayOptions {
-  /** Window length in ms of event time. Default 100. */
-  readonly windowMs: number;
-  /** Entries shown in detail in a coalesced message. Default 10. */
-  readonly maxDetails: number;
-  /** Output characters kept per detailed entry. Default 800. */
-  readonly detailChars: number;
-}
-
-export const defaultGateway: GatewayOptions = { windowMs: 100, maxDetails: 10, detailChars: 800 };
 
 /** The projection's state: sessions, processes, delegations and queues, as structured identities (never rendered text, R19). */
 export interface State {

@@ -3,8 +3,8 @@
  * the defaults. Rendering happens at dispatch, from structured items (R19).
  */
 import type { Dispatch } from "../reducers/decisions.js";
-import type { Item } from "../reducers/state.js";
-import type { GatewayOptions } from "../reducers/state.js";
+import type { Item } from "../reducers/model.js";
+import type { GatewayOptions } from "../reducers/model.js";
 import { withTail, outputOf } from "./tail.js";
 import { batchText, completionText, delegationBatchText, staleText, delegationText, diagnosticText, gatewayBatchText, heartbeatText, watchText } from "./text.js";
 import { title } from "./titles.js";

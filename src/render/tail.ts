@@ -4,7 +4,7 @@
  * text marks it the way a supervisor's own cut is marked; the event in the log is not
  * touched, and `explain` still shows all of it.
  */
-import type { Item } from "../reducers/state.js";
+import type { Item } from "../reducers/model.js";
 
 /** The output an item's text shows: an exit's tail, a watch hit's lines, a heartbeat's new output. */
 export function outputOf(item: Item): string {

@@ -3,7 +3,7 @@
  * structured event; a batch is a header plus its members' own texts, verbatim.
  */
 import type { EventOf, Stored } from "../events/schema.js";
-import type { Item } from "../reducers/state.js";
+import type { Item } from "../reducers/model.js";
 import { withTail } from "./tail.js";
 
 type Exited = Stored<EventOf<"process.exited">>;

@@ -1,6 +1,6 @@
 /** Compact display titles: one status line per item on the TUI surfaces (R17). */
 import type { EventOf, Stored } from "../events/schema.js";
-import type { Item } from "../reducers/state.js";
+import type { Item } from "../reducers/model.js";
 import { isFailure } from "./text.js";
 
 export const titleWidth = 80;

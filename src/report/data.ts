@@ -11,10 +11,7 @@
  */
 import type { EventType, Stored } from "../events/schema.js";
 import type { Fate, Note } from "../reducers/decisions.js";
-import { releasedOwner } from "../reducers/items.js";
-import { isLive, lineageTip } from "../reducers/ownership.js";
-import type { Session } from "../reducers/state.js";
-import { waitingItems, type Waiting } from "../projections/explain.js";
+import type { Waiting } from "../projections/explain.js";
 import { Projection, type ProjectionOptions, type Turn, type TurnFields } from "../projections/project.js";
 import { fateLine, waitingLine } from "../render/explain.js";
 
@@ -198,7 +195,8 @@ interface OpenItem {
   /** Event time of `last`. */
   at: number;
   /** The lineage tip whose queue it waits in, followed as `explain` follows it; undefined while it is in none. */
-  waitTip: Session | undefined;
+  /** The key of the lineage tip whose queue it waits in. */
+  waitTip: string | undefined;
   /** The drain counters when it began to wait there: all counted drains, and those of that tip. */
   countedAtWait: number;
   tipDrainsAtWait: number;
@@ -253,9 +251,9 @@ export class ReportBuilder {
    * to wait, and what they grew by since, one minus the other, is what it missed.
    */
   #countedDrains = 0;
-  readonly #drainsByTip = new Map<Session, number>();
+  readonly #drainsByTip = new Map<string, number>();
   /** Counted drains whose sessions the waiting items have not looked at yet (for the names in the reason). */
-  #recentDrains: { readonly session: string; readonly tip: Session }[] = [];
+  #recentDrains: { readonly session: string; readonly tip: string }[] = [];
   /** How many counted drains came before the first of `#recentDrains`. */
   #recentBase = 0;
   readonly #lastDrain = new Map<string, number>();
@@ -310,7 +308,7 @@ export class ReportBuilder {
     this.#finished = true;
     for (const output of this.#projection.finish()) if (output.type === "turn") this.#addTurn(output);
     const waiting = new Map<number, Waiting>();
-    if (this.#items.size > 0) for (const found of waitingItems(this.#projection.state, this.#lastDrain)) if (!waiting.has(found.item.seq)) waiting.set(found.item.seq, found.waiting);
+    if (this.#items.size > 0) for (const found of this.#projection.query.waiting(this.#lastDrain)) if (!waiting.has(found.item.seq)) waiting.set(found.item.seq, found.waiting);
     for (const [itemSeq, item] of this.#items) {
       this.#stopWaiting(item);
       this.#addSuppressed(itemSeq, item, this.#waitingReason(item, waiting.get(itemSeq)));
@@ -416,8 +414,8 @@ export class ReportBuilder {
   /** A drain: the session's last drain, and, if it is live, one more counted drain of its tip. */
   #drained(session: string, seq: number): void {
     this.#lastDrain.set(session, seq);
-    const tip = lineageTip(this.#projection.state, session);
-    if (tip === undefined || !isLive(tip)) return;
+    const tip = this.#projection.query.liveTip(session);
+    if (tip === undefined) return;
     this.#countedDrains++;
     this.#drainsByTip.set(tip, (this.#drainsByTip.get(tip) ?? 0) + 1);
     this.#recentDrains.push({ session, tip });
@@ -431,7 +429,7 @@ export class ReportBuilder {
 
   /** An item now waits in the queue of `key`'s tip (or in none): what it missed where it waited is added up. */
   #wait(item: OpenItem, key: string | undefined): void {
-    const tip = key === undefined ? undefined : lineageTip(this.#projection.state, key);
+    const tip = key === undefined ? undefined : this.#projection.query.tip(key);
     if (tip === item.waitTip) return;
     this.#stopWaiting(item);
     if (tip === undefined) return;
@@ -503,8 +501,7 @@ export class ReportBuilder {
   #subjectOwner(subject: string, named: string | undefined): string | undefined {
     let owner = this.#ownerOf.get(subject);
     if (owner !== undefined) return owner;
-    const state = this.#projection.state;
-    owner = this.#ownerOfEarlier.get(subject) ?? state.processes.get(subject)?.owner ?? state.delegations.get(subject)?.owner ?? releasedOwner(state, subject) ?? named;
+    owner = this.#ownerOfEarlier.get(subject) ?? this.#projection.query.ownerOf(subject) ?? named;
     if (owner === undefined) return undefined;
     this.#ownerOf.set(subject, owner);
     if (this.#ownerOf.size >= rememberedSubjects) {
@@ -516,7 +513,7 @@ export class ReportBuilder {
 
   /** An owner key may be an extra key (a tab id): draw it on the session it answers for. */
   #keyOf(owner: string): string {
-    return this.#projection.state.aliases.get(owner) ?? owner;
+    return this.#projection.query.sessionOf(owner);
   }
 
   #laneFor(key: string | undefined, surface = "?"): number {

@@ -1,0 +1,158 @@
+/**
+ * Questions about the fold's state, answered read-only: the one way anything outside
+ * `src/reducers` learns what the fold holds. Where a key's lineage leads, whether that
+ * session is live, where an item waits, who owns a process, whether a delegation is
+ * settled. Answers are values (keys, counts, items), never the fold's own objects to
+ * change; an answer holds for the point in the history at which it was asked.
+ */
+import type { Surface } from "../events/schema.js";
+import { nextTokenAt } from "./budget.js";
+import { stillSendable } from "./drain.js";
+import { releasedOwner } from "./items.js";
+import type { GatewayOptions, Item } from "./model.js";
+import { isLive, lineageTip } from "./ownership.js";
+import type { State } from "./state.js";
+
+/** Where an item that was never settled is waiting. */
+export type Waiting =
+  | {
+      readonly where: "queue";
+      readonly session: string;
+      readonly busy: boolean;
+      readonly surface: string;
+      readonly drainedSince: boolean;
+      /** Set when the last drain left it queued for want of a token (R30): when the next token comes. */
+      readonly overBudget: { readonly nextTokenAt: number } | undefined;
+    }
+  | { readonly where: "inbox"; readonly session: string; readonly consumer: string }
+  | { readonly where: "unaddressed" }
+  | { readonly where: "parked"; readonly owner: string; readonly since: number; readonly until: number };
+
+/** An item the fold still holds, and where it waits. */
+export interface WaitingItem {
+  readonly item: Item;
+  readonly waiting: Waiting;
+}
+
+/** The read-only questions a reader may ask of a fold. */
+export class FoldQuery {
+  readonly #state: State;
+
+  constructor(state: State) {
+    this.#state = state;
+  }
+
+  /** The key of the session a key leads to: an extra key's session, then compression successors to the tip. */
+  tip(key: string): string | undefined {
+    return lineageTip(this.#state, key)?.key;
+  }
+
+  /** The tip of a key's lineage when that session is live (open, not closed, not retired); else undefined. */
+  liveTip(key: string): string | undefined {
+    const tip = lineageTip(this.#state, key);
+    return tip !== undefined && isLive(tip) ? tip.key : undefined;
+  }
+
+  /** The session that continues a key directly (its first compression successor), if any. */
+  successorOf(key: string): string | undefined {
+    return this.#state.sessions.get(key)?.successor;
+  }
+
+  /** The surface a session was opened with, if the fold knows the key. */
+  surfaceOf(key: string): Surface | undefined {
+    return this.#state.sessions.get(key)?.surface;
+  }
+
+  /** The session an owner key answers for: an extra key (a tab id) names its session; any other key is itself. */
+  sessionOf(owner: string): string {
+    return this.#state.aliases.get(owner) ?? owner;
+  }
+
+  /** Whether the item made by event `itemSeq` waits in the queue of `key`'s lineage tip. */
+  isQueued(key: string, itemSeq: number): boolean {
+    return lineageTip(this.#state, key)?.queue.some((item) => item.seq === itemSeq) ?? false;
+  }
+
+  /**
+   * What a drain of a session would take now, in log order: its lineage tip's queue and
+   * the unaddressed items, less any the agent already took (R7) or a later run
+   * superseded (R33). Empty for a key the fold does not know.
+   */
+  sendable(session: string): readonly Item[] {
+    const tip = lineageTip(this.#state, session);
+    if (tip === undefined) return [];
+    return [...tip.queue, ...this.#state.unaddressed].filter((item) => stillSendable(this.#state, item)).sort((a, b) => a.seq - b.seq);
+  }
+
+  /** How many items the last drain of a key's tip left queued for want of a token (R30). */
+  overBudget(session: string): number {
+    return lineageTip(this.#state, session)?.overBudget ?? 0;
+  }
+
+  /** Whether a delegation's result reached a session, or was settled by the ledger: never again. */
+  isSettled(delegation: string): boolean {
+    return this.#state.settled.has(delegation);
+  }
+
+  /**
+   * The owner of a process or delegation as the fold knows it: a running process's or
+   * pending delegation's record, else a recently settled process's remembered owner.
+   */
+  ownerOf(subject: string): string | undefined {
+    const state = this.#state;
+    return state.processes.get(subject)?.owner ?? state.delegations.get(subject)?.owner ?? releasedOwner(state, subject);
+  }
+
+  /** How many items wait in sessions' queues and inboxes (not unaddressed or parked ones). */
+  queuedItems(): number {
+    let n = 0;
+    for (const session of this.#state.sessions.values()) {
+      n += session.queue.length;
+      for (const entry of session.inbox) n += entry.items.length;
+    }
+    return n;
+  }
+
+  /** How many session keys the fold knows (retired ones included). */
+  get sessionCount(): number {
+    return this.#state.sessions.size;
+  }
+
+  /** The gateway window and caps in force (R28). */
+  get gateway(): GatewayOptions {
+    return this.#state.gateway;
+  }
+
+  /**
+   * Every item the fold still holds and where it waits: each session's queue and then its
+   * inbox, the unaddressed items, the parked ones. `drains` holds each session's last
+   * drain (seq), so a queued item tells whether a drain came after it.
+   */
+  *waiting(drains: ReadonlyMap<string, number>): Generator<WaitingItem> {
+    const state = this.#state;
+    for (const session of state.sessions.values()) {
+      if (session.queue.length > 0) {
+        const tokenAt = session.overBudget > 0 ? nextTokenAt(session) : undefined;
+        const overBudget = tokenAt === undefined ? undefined : { nextTokenAt: tokenAt };
+        for (const item of session.queue) {
+          const drainedSince = (drains.get(session.key) ?? 0) > item.seq;
+          yield { item, waiting: { where: "queue", session: session.key, busy: session.busy, surface: session.surface, drainedSince, overBudget } };
+        }
+      }
+      for (const entry of session.inbox) {
+        for (const item of entry.items) yield { item, waiting: { where: "inbox", session: session.key, consumer: entry.consumer } };
+      }
+    }
+    for (const item of state.unaddressed) yield { item, waiting: { where: "unaddressed" } };
+    for (const item of state.parked) {
+      const since = item.parkedAt ?? state.now;
+      yield { item, waiting: { where: "parked", owner: item.owner!, since, until: since + state.parking.ttlMs } };
+    }
+  }
+
+  /** Where the item made by event `itemSeq` waits, if the fold still holds it. */
+  locate(itemSeq: number, drains: ReadonlyMap<string, number>): WaitingItem | undefined {
+    for (const found of this.waiting(drains)) if (found.item.seq === itemSeq) return found;
+    return undefined;
+  }
+}
