@@ -5,6 +5,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
+import ts from "typescript";
 import { describe, expect, it } from "vitest";
 
 const root = resolve(import.meta.dirname, "../src");
@@ -25,6 +26,25 @@ const graph = new Map(
     return [relative(root, file), targets] as const;
   }),
 );
+
+/** Every function in a file (declarations, methods, arrows, expressions) longer than `limit` lines, as `file:line name (N lines)`. */
+function longFunctions(file: string, limit: number): string[] {
+  const text = readFileSync(file, "utf8");
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const long: string[] = [];
+  const visit = (node: ts.Node) => {
+    if (ts.isFunctionLike(node) && "body" in node && node.body !== undefined) {
+      const first = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
+      const last = source.getLineAndCharacterOfPosition(node.getEnd()).line;
+      const lines = last - first + 1;
+      const name = node.name !== undefined && ts.isIdentifier(node.name) ? node.name.text : "(anonymous)";
+      if (lines > limit) long.push(`${relative(root, file)}:${first + 1} ${name} (${lines} lines)`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return long;
+}
 
 describe("architecture", () => {
   it("src/events imports nothing from other folders of src", () => {
@@ -62,6 +82,11 @@ describe("architecture", () => {
       return /\binspectFold\b|\.inspect\(\)/.test(readFileSync(file, "utf8")) ? [name] : [];
     });
     expect(bad).toEqual([]);
+  });
+
+  it("no function in src/service is longer than 80 lines", () => {
+    const long = sources(join(root, "service")).flatMap((file) => longFunctions(file, 80));
+    expect(long).toEqual([]);
   });
 
   it("no import cycle anywhere in src", () => {

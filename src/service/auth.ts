@@ -9,6 +9,8 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { DrainConsumer, Stored, Surface } from "../events/schema.js";
 import { drainMismatch } from "../events/surfaces.js";
+import type { Decisions } from "../reducers/decisions.js";
+import { Fold } from "../reducers/fold.js";
 
 /** A fresh token: 32 random bytes, URL-safe, with a prefix that says what it is. */
 export function newToken(kind: "session" | "producer" = "session"): string {
@@ -43,9 +45,13 @@ interface Grant {
   readonly seq: number;
 }
 
+/** A fold of compressions alone decides nothing but lineage: it holds no items to dispatch. */
+const noDecisions: Decisions = { dispatch: () => undefined, overBudget: () => undefined };
+
 /**
  * The grants of session tokens, folded from the log: which key each token hash opened,
- * the compression lineage that extends it, and the events that end a token's reach.
+ * the compression lineage that extends it (the fold's own, asked of a `Fold` of the
+ * compressions), and the events that end a token's reach.
  *
  * - Closing a session ends what its tokens may do, except read its history, until it is
  *   opened again.
@@ -58,7 +64,9 @@ interface Grant {
 export class SessionDirectory {
   readonly #grants = new Map<string, Grant>();
   readonly #grantsOf = new Map<string, Set<string>>();
-  readonly #successor = new Map<string, string>();
+  /** The compressions, folded: which one holds is the fold's decision, not a second copy of its rule. */
+  readonly #lineage = new Fold();
+  /** Each key's predecessor: the key it is the accepted successor of. */
   readonly #predecessor = new Map<string, string>();
   readonly #known = new Set<string>();
   /** Per key: grants issued before this seq no longer reach it at all. */
@@ -81,16 +89,19 @@ export class SessionDirectory {
           this.#grant(event.tokenHash, event.session, event.seq);
         }
         return;
-      case "session.compressed":
+      case "session.compressed": {
         this.#known.add(event.session);
         this.#known.add(event.successor);
-        // A key keeps its first successor, as the projection does.
-        if (event.session !== event.successor && !this.#successor.has(event.session)) {
-          this.#successor.set(event.session, event.successor);
-          if (!this.#predecessor.has(event.successor)) this.#predecessor.set(event.successor, event.session);
+        const query = this.#lineage.query;
+        const before = query.successorOf(event.session);
+        this.#lineage.step(event, noDecisions);
+        // The fold keeps a key's first successor; this event made the link if it is now the one.
+        if (before === undefined && query.successorOf(event.session) === event.successor && !this.#predecessor.has(event.successor)) {
+          this.#predecessor.set(event.successor, event.session);
         }
         if (event.successorTokenHash !== undefined) this.#grant(event.successorTokenHash, event.successor, event.seq);
         return;
+      }
       case "session.closed":
         this.#known.add(event.session);
         this.#closed.add(event.session);
@@ -105,7 +116,7 @@ export class SessionDirectory {
         // Who may hand it on next: the fold alone decides whether a handoff holds, so this
         // follows only those whose giver is on the owner's lineage.
         const owner = this.#processOwner.get(event.process);
-        if (owner !== undefined && chain(owner, this.#successor).includes(event.from)) this.#processOwner.set(event.process, event.to);
+        if (owner !== undefined && this.lineageFrom(owner).includes(event.from)) this.#processOwner.set(event.process, event.to);
         return;
       }
       default: {
@@ -160,7 +171,7 @@ export class SessionDirectory {
   allows(token: string, key: string, access: Access = "act"): boolean {
     const grant = this.#grants.get(tokenHash(token));
     if (grant === undefined) return false;
-    for (const link of chain(grant.session, this.#successor)) {
+    for (const link of this.lineageFrom(grant.session)) {
       if (grant.seq < (this.#revokedBefore.get(link) ?? 0)) return false;
       if (link === key) return access === "read" || !this.#closed.has(key);
     }
@@ -168,22 +179,23 @@ export class SessionDirectory {
   }
   /** The keys of a lineage from `key` on: the key, its successor, and so on. */
   lineageFrom(key: string): string[] {
-    return chain(key, this.#successor);
+    const query = this.#lineage.query;
+    return chain(key, (k) => query.successorOf(k));
   }
 
   /** The keys `key` continues, and itself: whose streams a record of `key` goes to. */
   ancestorsOf(key: string): string[] {
-    return chain(key, this.#predecessor);
+    return chain(key, (k) => this.#predecessor.get(k));
   }
 }
 
-/** Follows `links` from `key` (bounded, in case of a malformed cycle): the key and each it leads to. */
-function chain(key: string, links: ReadonlyMap<string, string>): string[] {
+/** Follows `next` from `key` (bounded, in case of a malformed cycle): the key and each it leads to. */
+function chain(key: string, next: (key: string) => string | undefined): string[] {
   const keys: string[] = [];
   let current: string | undefined = key;
   for (let hops = 0; current !== undefined && hops < 10_000; hops++) {
     keys.push(current);
-    current = links.get(current);
+    current = next(current);
   }
   return keys;
 }

@@ -112,19 +112,8 @@ export function startPipeline(options: PipelineOptions): Pipeline {
     },
   });
   const lag = setInterval(() => {
-    void lagLine().then(report, () => undefined);
+    void lagLine(log, folded, backlog).then(report, () => undefined);
   }, options.lagEveryMs ?? 5000);
-  const lagLine = async (): Promise<PipelineEvent> => {
-    const last = await log.lastSeq();
-    const now = Date.now();
-    let behindSeconds = 0;
-    if (last > folded) {
-      const [oldest] = await log.readPage({ from: folded + 1, limit: 1 });
-      if (oldest !== undefined) behindSeconds = Math.max(0, now - oldest.at) / 1000;
-    }
-    const relayed = backlog === undefined ? {} : { backlog: backlog.records, backlogOldestSeconds: backlog.oldestAt === undefined ? 0 : Math.max(0, now - backlog.oldestAt) / 1000 };
-    return { event: "lag", folded, last, behind: Math.max(0, last - folded), behindSeconds, ...relayed };
-  };
   lag.unref();
   const relaying = options.sinkUrl
     ? relay(log, reporting(httpSink({ url: options.sinkUrl }), report), {
@@ -151,6 +140,19 @@ export function startPipeline(options: PipelineOptions): Pipeline {
     return stopping;
   };
   return { folded: () => folded, stop, done, unavailable: () => unavailable };
+}
+
+/** How far the live runner is behind the log, and (with a relay) how much waits for the sink. */
+async function lagLine(log: PipelineOptions["log"], folded: number, backlog: { records: number; oldestAt: number | undefined } | undefined): Promise<PipelineEvent> {
+  const last = await log.lastSeq();
+  const now = Date.now();
+  let behindSeconds = 0;
+  if (last > folded) {
+    const [oldest] = await log.readPage({ from: folded + 1, limit: 1 });
+    if (oldest !== undefined) behindSeconds = Math.max(0, now - oldest.at) / 1000;
+  }
+  const relayed = backlog === undefined ? {} : { backlog: backlog.records, backlogOldestSeconds: backlog.oldestAt === undefined ? 0 : Math.max(0, now - backlog.oldestAt) / 1000 };
+  return { event: "lag", folded, last, behind: Math.max(0, last - folded), behindSeconds, ...relayed };
 }
 
 /** A sink that reports each accepted delivery. */

@@ -1,0 +1,106 @@
+/**
+ * The session resource: producers open sessions; a session's own token drains it, marks
+ * its turns and input, closes it, compresses it, and hands its processes over (R35).
+ */
+import { z } from "zod";
+import { Budget, DrainConsumer, Route, Surface, type TurnfoldEvent } from "../../events/schema.js";
+import { newToken, tokenHash } from "../auth.js";
+import { requireProducer, requireSession, type ServiceContext } from "../context.js";
+import { HttpError, parseBody } from "../http.js";
+
+const sessionBody = z.looseObject({
+  session: z.string().min(1),
+  surface: Surface,
+  keys: z.array(z.string().min(1)).optional(),
+  route: Route.optional(),
+  budget: Budget.optional(),
+  keepTokens: z.boolean().optional(),
+  staleAfterMs: z.number().int().nonnegative().optional(),
+});
+const handOffBody = z.object({ to: z.string().min(1), note: z.string().optional() });
+const drainBody = z.object({ consumer: DrainConsumer });
+const compressBody = z.object({ successor: z.string().min(1) });
+const closeBody = z.object({ reason: z.enum(["user", "idle", "timeout"]) });
+const emptyBody = z.union([z.object({}), z.null(), z.undefined()]);
+
+/** Registers the session routes. */
+export function sessionRoutes(context: ServiceContext): void {
+  openRoute(context);
+  actRoutes(context);
+  handOffRoute(context);
+  compressRoute(context);
+}
+
+/** `POST /v1/sessions`: opens a session and issues its token (only its hash is stored). */
+function openRoute(context: ServiceContext): void {
+  context.app.post("/v1/sessions", async (request, reply) => {
+    requireProducer(context, request);
+    const body = parseBody(sessionBody, request.body);
+    const token = newToken("session");
+    const { session, surface, keys, route, budget, keepTokens, staleAfterMs } = body;
+    const opened: TurnfoldEvent = {
+      type: "session.opened",
+      at: Date.now(),
+      session,
+      surface,
+      ...(keys ? { keys } : {}),
+      ...(route ? { route } : {}),
+      ...(budget ? { budget } : {}),
+      tokenHash: tokenHash(token),
+      ...(keepTokens ? { keepTokens } : {}),
+      ...(staleAfterMs !== undefined ? { staleAfterMs } : {}),
+    };
+    const [seq] = await context.append([opened]);
+    return reply.code(201).send({ session, token, seq });
+  });
+}
+
+/** The acts on a session that append one event each: drain, input taken, turn started and ended, close. */
+function actRoutes(context: ServiceContext): void {
+  const act = (path: string, build: (key: string, body: unknown) => TurnfoldEvent) =>
+    context.app.post<{ Params: { key: string } }>(`/v1/sessions/:key/${path}`, async (request) => {
+      const key = requireSession(context, request);
+      const event = build(key, request.body);
+      const [seq] = await context.append([event]);
+      const warning = event.type === "drain" ? context.directory.drainMismatch(key, event.consumer) : undefined;
+      return warning === undefined ? { seq } : { seq, warning };
+    });
+  act("drain", (key, body) => ({ type: "drain", at: Date.now(), session: key, consumer: parseBody(drainBody, body).consumer }));
+  act("input-taken", (key, body) => (parseBody(emptyBody, body), { type: "input.taken", at: Date.now(), session: key }));
+  act("turn-started", (key, body) => (parseBody(emptyBody, body), { type: "turn.started", at: Date.now(), session: key }));
+  act("turn-ended", (key, body) => (parseBody(emptyBody, body), { type: "turn.ended", at: Date.now(), session: key }));
+  act("close", (key, body) => ({ type: "session.closed", at: Date.now(), session: key, reason: parseBody(closeBody, body).reason }));
+}
+
+/**
+ * R35: a session gives one of its processes to another. Another session's process (or
+ * one nobody knows) gets the same 404; the fold decides whether the handoff holds.
+ */
+function handOffRoute(context: ServiceContext): void {
+  context.app.post<{ Params: { key: string; id: string } }>("/v1/sessions/:key/processes/:id/hand-off", async (request) => {
+    const key = requireSession(context, request);
+    const { to, note } = parseBody(handOffBody, request.body);
+    const owner = context.directory.ownerOf(request.params.id);
+    if (owner === undefined || !context.directory.lineageFrom(owner).includes(key)) throw new HttpError(404, { error: "no such process in this session" });
+    const [seq] = await context.append([{ type: "process.handed-off", at: Date.now(), process: request.params.id, from: key, to, ...(note === undefined ? {} : { note }) }]);
+    return { seq };
+  });
+}
+
+/** `POST /v1/sessions/:key/compress`: the session continues under a new key, with a token of its own. */
+function compressRoute(context: ServiceContext): void {
+  context.app.post<{ Params: { key: string } }>("/v1/sessions/:key/compress", async (request, reply) => {
+    const key = requireSession(context, request);
+    const { successor } = parseBody(compressBody, request.body);
+    // A successor is a new key under this one ("<key>:<anything>"): taking over an
+    // existing session would hand this token someone else's turns, and keeping successors
+    // under the key means a refusal can only ever tell about this session's own keys.
+    if (!successor.startsWith(`${key}:`) || successor.length === key.length + 1) {
+      throw new HttpError(400, { error: `a successor key must begin with "${key}:" (say "${key}:2")` });
+    }
+    if (context.directory.knows(successor)) throw new HttpError(409, { error: "this successor key is already in use; choose another" });
+    const token = newToken("session");
+    const [seq] = await context.append([{ type: "session.compressed", at: Date.now(), session: key, successor, successorTokenHash: tokenHash(token) }]);
+    return reply.code(201).send({ session: successor, token, seq });
+  });
+}

@@ -1,0 +1,43 @@
+/**
+ * `GET /v1/sessions/:key/turns`: a session's turns and its successors', as Server-Sent
+ * Events, resumable with `Last-Event-ID`: caught up from the log, then live, none twice.
+ */
+import { readPages } from "../../events/log.js";
+import { requireSession, type ServiceContext } from "../context.js";
+import { HttpError } from "../http.js";
+import { sendPaced, type Stream } from "../streams.js";
+
+/** Registers the turn stream route. */
+export function turnRoutes(context: ServiceContext): void {
+  const { app, log, options, streams, follower, directory } = context;
+  app.get<{ Params: { key: string } }>("/v1/sessions/:key/turns", async (request, reply) => {
+    const key = requireSession(context, request, "read");
+    const resume = request.headers["last-event-id"];
+    const from = resume === undefined ? 0 : Number(resume);
+    if (!Number.isInteger(from) || from < 0) throw new HttpError(400, { error: "Last-Event-ID must be a whole number (the id of the last turn received)" });
+    if (streams.size >= (options.maxStreams ?? 10_000)) throw new HttpError(503, { error: "too many open streams; try again later" });
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
+    raw.write(": turns of this session and its successors\n\n");
+    const stream: Stream = { key, raw, sent: from, pending: [] };
+    streams.add(stream);
+    const keepAlive = setInterval(() => raw.write(": keep-alive\n\n"), options.keepAliveMs ?? 15_000);
+    raw.on("close", () => clearInterval(keepAlive));
+    // Catch up from the log, with every lineage known up to its end; live records that
+    // came meanwhile follow, none twice (each goes only past the last seq sent).
+    const upTo = await log.lastSeq();
+    await follower.appliedUpTo(upTo);
+    const lineage = new Set(directory.lineageFrom(key));
+    catchUp: for await (const page of readPages((o) => log.readPage(o), { from: from + 1, type: "notification.dispatched" })) {
+      for (const record of page) {
+        if (raw.destroyed) return;
+        if (record.seq > upTo) break catchUp;
+        if (lineage.has((record as { session: string }).session)) await sendPaced(stream, record);
+      }
+    }
+    // Live records that came meanwhile, paced too; later ones go straight out.
+    while (stream.pending && stream.pending.length > 0 && !raw.destroyed) await sendPaced(stream, stream.pending.shift()!);
+    stream.pending = undefined;
+  });
+}
