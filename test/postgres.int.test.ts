@@ -215,4 +215,49 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
     expect(isLogError(error) && error.code).toBe("newer-version");
     expect(String((error as Error).message)).toMatch(/newer turnfold.*version 9/);
   });
+
+  it("one layout scheme: a log written when PostgreSQL kept its own layout (version 1, whole) opens, keeps its events and id, and ends at the version SQLite has", async () => {
+    const target = url();
+    const schema = new URL(target).searchParams.get("schema")!;
+    const client = new pg.Client({ connectionString: database!.url });
+    await client.connect();
+    try {
+      // What the adapter wrote before the two shared one migration list, statement for statement.
+      await client.query(`CREATE SCHEMA ${schema}`);
+      await client.query(`CREATE TABLE ${schema}.meta (key text PRIMARY KEY, value text NOT NULL)`);
+      await client.query(`CREATE TABLE ${schema}.events (seq bigint PRIMARY KEY, type text NOT NULL, at bigint NOT NULL, body text NOT NULL)`);
+      await client.query(`CREATE INDEX ON ${schema}.events (type, seq)`);
+      await client.query(`CREATE TABLE ${schema}.deliveries (sink text NOT NULL, record_seq bigint NOT NULL, delivered_at bigint NOT NULL, PRIMARY KEY (sink, record_seq))`);
+      await client.query(`INSERT INTO ${schema}.meta (key, value) VALUES ('application', 'turnfold'), ('schema_version', '1'), ('log_id', 'the-old-log')`);
+      await client.query(`INSERT INTO ${schema}.events (seq, type, at, body) VALUES (1, 'drain', 5, '{"type":"drain","at":5,"session":"s","consumer":"tui-poller"}')`);
+      const log = await openLog(target);
+      expect(log.logId).toBe("the-old-log");
+      expect((await readAll(log)).map((e) => e.seq)).toEqual([1]);
+      await log.append([{ type: "drain", at: 6, session: "s", consumer: "tui-poller" }]);
+      await log.close();
+      const version = await client.query(`SELECT value FROM ${schema}.meta WHERE key = 'schema_version'`);
+      expect(version.rows[0].value).toBe("3");
+      // A fresh PostgreSQL log and a fresh SQLite file are at the same version, with the same tables.
+      const fresh = url();
+      await (await openLog(fresh)).close();
+      const freshSchema = new URL(fresh).searchParams.get("schema")!;
+      const tables = await client.query(`SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = $1 ORDER BY tablename`, [freshSchema]);
+      const freshVersion = await client.query(`SELECT value FROM ${freshSchema}.meta WHERE key = 'schema_version'`);
+      const { mkdtempSync, rmSync } = await import("node:fs");
+      const { tmpdir } = await import("node:os");
+      const { default: Database } = await import("better-sqlite3");
+      const dir = mkdtempSync(join(tmpdir(), "turnfold-layout-"));
+      const file = join(dir, "log.sqlite");
+      await (await openLog(file)).close();
+      const sqlite = new Database(file, { readonly: true });
+      const sqliteTables = sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
+      const sqliteVersion = sqlite.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get();
+      sqlite.close();
+      rmSync(dir, { recursive: true, force: true });
+      expect(freshVersion.rows[0].value).toBe(sqliteVersion);
+      expect(tables.rows.map((r: { tablename: string }) => r.tablename)).toEqual(sqliteTables);
+    } finally {
+      await client.end();
+    }
+  });
 });

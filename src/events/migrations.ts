@@ -1,11 +1,19 @@
 /**
- * The SQLite layout of the log itself (events, meta, delivery marks), shipped in code.
- * Inline projections create their own tables (sqlite-log.ts). Each migration runs in its own BEGIN IMMEDIATE
- * transaction and first re-reads the version inside it: two processes opening a new
- * file at once serialise on the write lock, and the second finds the work done.
+ * The layout of a log (events, meta, delivery marks, inline projections' tables), one
+ * scheme for both databases: one list of migrations, numbered once, each written once
+ * per dialect where the SQL differs; one runner; one way to prepare the projections'
+ * tables. An adapter only says how to read its meta and how to run a body in a write
+ * transaction under its log's lock (`LayoutHost`).
+ *
+ * Each migration runs in its own transaction under the lock and first re-reads the
+ * version inside it: two processes opening a new log at once serialise on the lock, and
+ * the second finds the work done.
  */
 import { randomUUID } from "node:crypto";
-import { sql, type Generated, type Kysely } from "kysely";
+import { sql, type Generated, type Kysely, type RawBuilder } from "kysely";
+import { logError } from "./errors.js";
+import type { AnyInlineProjection, InlineProjection } from "./store.js";
+import type { Stored } from "./schema.js";
 
 export interface EventsTable {
   seq: Generated<number>;
@@ -33,15 +41,21 @@ export interface LogDatabase {
 
 export const applicationName = "turnfold";
 
-interface Migration {
+/** A PostgreSQL log's table, qualified by its schema. */
+export type PgTable = (name: string) => RawBuilder<unknown>;
+
+/** One step of the layout, in both dialects. */
+export interface Migration {
   readonly version: number;
-  up(db: Kysely<LogDatabase>): Promise<void>;
+  sqlite(db: Kysely<LogDatabase>): Promise<void>;
+  postgres(db: Kysely<unknown>, table: PgTable): Promise<void>;
 }
 
 export const migrations: readonly Migration[] = [
   {
+    // The log: meta, events, and a refusal of any change to an event.
     version: 1,
-    async up(db) {
+    async sqlite(db) {
       await db.schema
         .createTable("meta")
         .addColumn("key", "text", (c) => c.primaryKey())
@@ -67,11 +81,27 @@ export const migrations: readonly Migration[] = [
       }
       await db.insertInto("meta").values({ key: "application", value: applicationName }).execute();
     },
+    async postgres(db, t) {
+      // A seq is assigned under the log's advisory lock as max + 1 (postgres-log.ts), never by a sequence.
+      await sql`CREATE TABLE ${t("meta")} (key text PRIMARY KEY, value text NOT NULL)`.execute(db);
+      await sql`CREATE TABLE ${t("events")} (seq bigint PRIMARY KEY, type text NOT NULL, at bigint NOT NULL, body text NOT NULL)`.execute(db);
+      await sql`CREATE INDEX ON ${t("events")} (type, seq)`.execute(db);
+      const refuse = t("events_append_only");
+      await sql`CREATE FUNCTION ${refuse}() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'turnfold: the event log is append-only (% refused)', TG_OP; END $$`.execute(db);
+      await sql`CREATE TRIGGER events_no_change BEFORE UPDATE OR DELETE ON ${t("events")} FOR EACH ROW EXECUTE FUNCTION ${refuse}()`.execute(db);
+      await sql`CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON ${t("events")} FOR EACH STATEMENT EXECUTE FUNCTION ${refuse}()`.execute(db);
+      await sql`INSERT INTO ${t("meta")} (key, value) VALUES ('application', ${applicationName})`.execute(db);
+    },
   },
   {
+    // Deliveries of dispatch records to sinks (side state of the relay, not events), and
+    // the log's id, which names it in idempotency keys so two logs' records never collide
+    // at a receiver. A PostgreSQL log written before the two adapters shared this list
+    // recorded its whole layout as version 1, these included: IF NOT EXISTS and ON
+    // CONFLICT keep it as it is.
     version: 2,
-    async up(db) {
-      // Deliveries of dispatch records to sinks: side state of the relay, not events.
+    async sqlite(db) {
       await db.schema
         .createTable("deliveries")
         .addColumn("record_seq", "integer", (c) => c.notNull())
@@ -79,19 +109,115 @@ export const migrations: readonly Migration[] = [
         .addColumn("delivered_at", "integer", (c) => c.notNull())
         .addPrimaryKeyConstraint("deliveries_pk", ["sink", "record_seq"])
         .execute();
-      // Names this log in idempotency keys, so records of two logs never collide at a receiver.
       await db.insertInto("meta").values({ key: "log_id", value: randomUUID() }).execute();
+    },
+    async postgres(db, t) {
+      await sql`CREATE TABLE IF NOT EXISTS ${t("deliveries")} (sink text NOT NULL, record_seq bigint NOT NULL, delivered_at bigint NOT NULL, PRIMARY KEY (sink, record_seq))`.execute(db);
+      await sql`INSERT INTO ${t("meta")} (key, value) VALUES ('log_id', ${randomUUID()}) ON CONFLICT (key) DO NOTHING`.execute(db);
     },
   },
   {
+    // Version 2 of a SQLite log kept the delegation ledger in a core table. It is now an
+    // inline projection with a table of its own, rebuilt from the events when a log opens
+    // without it, so the old copy is dropped (it holds nothing the events do not).
     version: 3,
-    async up(db) {
-      // Version 2 kept the delegation ledger in a core table. It is now an inline
-      // projection with a table of its own, rebuilt from the events when a log opens
-      // without it, so the old copy is dropped (it holds nothing the events do not).
+    async sqlite(db) {
       await db.schema.dropTable("ledger").ifExists().execute();
+    },
+    async postgres(db, t) {
+      await sql`DROP TABLE IF EXISTS ${t("ledger")}`.execute(db);
     },
   },
 ];
 
+/** The layout version this turnfold writes, and the newest it reads. */
 export const latestVersion = migrations[migrations.length - 1]!.version;
+
+/** What the layout runner needs of a database: reads of its meta, and locked write transactions. */
+export interface LayoutHost<Tx> {
+  /** The log as a message shows it (a path, a URL without its password). */
+  readonly shown: string;
+  /** What to say when the database holds no log and the opener may not create one. */
+  readonly missing: string;
+  /** The stored layout version, 0 for an empty database; a foreign database is refused (`not-a-turnfold-log`). */
+  storedVersion(tx?: Tx): Promise<number>;
+  /** Runs `body` in one write transaction that holds the log's lock. */
+  locked(body: (tx: Tx) => Promise<void>): Promise<void>;
+  /** Runs one migration's statements in the transaction. */
+  run(tx: Tx, migration: Migration): Promise<void>;
+  /** A meta value, if set. */
+  meta(key: string, tx?: Tx): Promise<string | undefined>;
+  /** Sets a meta value in the transaction. */
+  setMeta(tx: Tx, key: string, value: string): Promise<void>;
+  /** Drops and creates a projection's table, empty. */
+  recreateTable(tx: Tx, projection: AnyInlineProjection): Promise<void>;
+  /** Events of these types after a seq, in seq order, at most `limit`. */
+  eventsOfTypes(tx: Tx, types: readonly string[], after: number, limit: number): Promise<Stored[]>;
+  /** Applies events to one projection's rows. */
+  applyRows(tx: Tx, projection: AnyInlineProjection, events: readonly Stored[]): Promise<void>;
+  /** The meta keys of the projections the log keeps (`projection:NAME`). */
+  projectionKeys(): Promise<string[]>;
+}
+
+/** Brings a log's layout to `latestVersion`, one migration per transaction. */
+export async function migrate<Tx>(host: LayoutHost<Tx>, create: boolean): Promise<void> {
+  const check = (found: number) => {
+    if (found > latestVersion) {
+      throw logError(
+        "newer-version",
+        host.shown,
+        `${host.shown}: written by a newer turnfold (log schema version ${found}); this one reads up to version ${latestVersion}. Upgrade turnfold to open it.`,
+      );
+    }
+    return found;
+  };
+  const found = check(await host.storedVersion());
+  if (found === latestVersion) return;
+  if (found === 0 && !create) throw logError("not-a-turnfold-log", host.shown, host.missing);
+  for (const migration of migrations) {
+    if (migration.version <= found) continue;
+    await host.locked(async (tx) => {
+      if (check(await host.storedVersion(tx)) >= migration.version) return;
+      await host.run(tx, migration);
+      await host.setMeta(tx, "schema_version", String(migration.version));
+    });
+  }
+}
+
+const projectionKey = (name: string) => `projection:${name}`;
+
+/**
+ * Gives each inline projection its table, and rebuilds its rows from the events when the
+ * log was written without it or with another version of it, under the lock, re-reading
+ * the version inside, like the migrations. A log that keeps a projection this opener did
+ * not register is refused: appends would leave its rows behind.
+ */
+export async function prepareProjections<Tx>(host: LayoutHost<Tx>, projections: readonly AnyInlineProjection[]): Promise<void> {
+  const known = new Set(projections.map((p) => projectionKey(p.name)));
+  const unknown = (await host.projectionKeys()).filter((key) => !known.has(key));
+  if (unknown.length > 0) {
+    throw logError(
+      "unknown-projection",
+      host.shown,
+      `${host.shown}: this log keeps the inline projection ${unknown.map((k) => `"${k.slice(11)}"`).join(", ")}, which this opener did not register; open it with openLog()`,
+    );
+  }
+  for (const projection of projections as readonly InlineProjection<unknown>[]) {
+    const key = projectionKey(projection.name);
+    const version = String(projection.version);
+    if ((await host.meta(key)) === version) continue;
+    await host.locked(async (tx) => {
+      if ((await host.meta(key, tx)) === version) return;
+      await host.recreateTable(tx, projection as AnyInlineProjection);
+      const types = [...projection.eventTypes];
+      // Paged: better-sqlite3 allows no writes on a connection while a statement iterates.
+      for (let after = 0; ; ) {
+        const page = await host.eventsOfTypes(tx, types, after, 5000);
+        if (page.length === 0) break;
+        await host.applyRows(tx, projection as AnyInlineProjection, page);
+        after = page[page.length - 1]!.seq;
+      }
+      await host.setMeta(tx, key, version);
+    });
+  }
+}

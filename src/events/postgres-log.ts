@@ -20,14 +20,13 @@
  * runners LISTEN on one dedicated connection, and poll now and then in case a
  * notification was lost with a dropped connection.
  */
-import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { Kysely, PostgresDialect, sql, type RawBuilder } from "kysely";
 import { Subject, interval, merge, map, type Observable } from "rxjs";
 import { logError } from "./errors.js";
 import { redactUrl } from "./urls.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
-import { applicationName } from "./migrations.js";
+import { applicationName, migrate, prepareProjections, type LayoutHost } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { prepareEvents } from "./validate.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
@@ -54,8 +53,6 @@ export interface PostgresLogOptions {
   readonly redact?: Redactor | false;
 }
 
-/** The layout version of a PostgreSQL log (its own numbering; SQLite's is separate). */
-export const postgresLayoutVersion = 1;
 
 interface Target {
   readonly connectionString: string;
@@ -114,10 +111,11 @@ export async function openPostgresLog(target: string, options: PostgresLogOption
   }
   try {
     const layout = new Layout(parsed.schema);
-    await migrate(db, layout, parsed.shown, options.create ?? true);
+    const host = layoutHost(db, layout, parsed.shown);
+    await migrate(host, options.create ?? true);
     const projections = options.projections ?? [];
     checkProjections(projections);
-    await prepareProjections(db, layout, parsed.shown, projections);
+    await prepareProjections(host, projections);
     const logId = await readMeta(db, layout, "log_id");
     return new PostgresLog(db, parsed, layout, logId ?? "", projections, options.pollMs ?? 1000, options.redact ?? defaultRedactor);
   } catch (error) {
@@ -145,86 +143,61 @@ class Layout {
 }
 
 async function readMeta(db: Kysely<unknown>, layout: Layout, key: string): Promise<string | undefined> {
-  const exists = await sql<{ found: boolean }>`SELECT to_regclass(${`${layout.schema}.meta`}) IS NOT NULL AS found`.execute(db);
+  // A query of the catalog, not to_regclass: that answers from the session's catalog
+  // snapshot, which an advisory lock does not refresh, so a re-read under the lock could
+  // miss a meta table another opener just committed.
+  const exists = await sql<{ found: boolean }>`SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = ${layout.schema} AND tablename = 'meta') AS found`.execute(db);
   if (!exists.rows[0]?.found) return undefined;
   const rows = await sql<{ value: string }>`SELECT value FROM ${layout.table("meta")} WHERE key = ${key}`.execute(db);
   return rows.rows[0]?.value;
 }
 
-async function migrate(db: Kysely<unknown>, layout: Layout, shown: string, create: boolean): Promise<void> {
-  const check = async (found: string | undefined, application: string | undefined) => {
-    if (found !== undefined && application !== applicationName) {
-      throw logError("not-a-turnfold-log", shown, `${shown}: schema "${layout.schema}" holds a meta table, but not a turnfold log`);
-    }
-    const version = Number(found ?? 0);
-    if (version > postgresLayoutVersion) {
-      throw logError(
-        "newer-version",
-        shown,
-        `${shown}: written by a newer turnfold (log schema version ${version}); this one reads up to version ${postgresLayoutVersion}. Upgrade turnfold to open it.`,
-      );
-    }
-    return version;
-  };
-  const before = await check(await readMeta(db, layout, "schema_version"), await readMeta(db, layout, "application"));
-  if (before === postgresLayoutVersion) return;
-  if (before === 0 && !create) throw logError("not-a-turnfold-log", shown, `${shown}: no turnfold log in schema "${layout.schema}"`);
-  await db.transaction().execute(async (trx) => {
+/** The PostgreSQL side of the shared layout scheme (migrations.ts): kysely transactions that take the log's advisory lock first. */
+function layoutHost(db: Kysely<unknown>, layout: Layout, shown: string): LayoutHost<Kysely<unknown>> {
+  const host: LayoutHost<Kysely<unknown>> = {
+    shown,
+    missing: `${shown}: no turnfold log in schema "${layout.schema}"`,
+    async storedVersion(tx = db) {
+      const found = await readMeta(tx, layout, "schema_version");
+      if (found !== undefined && (await readMeta(tx, layout, "application")) !== applicationName) {
+        throw logError("not-a-turnfold-log", shown, `${shown}: schema "${layout.schema}" holds a meta table, but not a turnfold log`);
+      }
+      return Number(found ?? 0);
+    },
     // The lock first (an advisory lock needs no schema): two openers creating the same
     // schema at once would otherwise collide inside PostgreSQL's own catalog
     // ("duplicate key value violates unique constraint pg_namespace_nspname_index").
-    await layout.lock().execute(trx);
-    await sql`CREATE SCHEMA IF NOT EXISTS ${sql.id(layout.schema)}`.execute(trx);
-    // Re-read under the lock: another process may have created the layout meanwhile.
-    const version = await check(await readMeta(trx, layout, "schema_version"), await readMeta(trx, layout, "application"));
-    if (version >= 1) return;
-    const t = (name: string) => layout.table(name);
-    await sql`CREATE TABLE ${t("meta")} (key text PRIMARY KEY, value text NOT NULL)`.execute(trx);
-    await sql`CREATE TABLE ${t("events")} (seq bigint PRIMARY KEY, type text NOT NULL, at bigint NOT NULL, body text NOT NULL)`.execute(trx);
-    await sql`CREATE INDEX ON ${t("events")} (type, seq)`.execute(trx);
-    await sql`CREATE TABLE ${t("deliveries")} (sink text NOT NULL, record_seq bigint NOT NULL, delivered_at bigint NOT NULL, PRIMARY KEY (sink, record_seq))`.execute(trx);
-    const refuse = layout.table("events_append_only");
-    await sql`CREATE FUNCTION ${refuse}() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN RAISE EXCEPTION 'turnfold: the event log is append-only (% refused)', TG_OP; END $$`.execute(trx);
-    await sql`CREATE TRIGGER events_no_change BEFORE UPDATE OR DELETE ON ${t("events")} FOR EACH ROW EXECUTE FUNCTION ${refuse}()`.execute(trx);
-    await sql`CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON ${t("events")} FOR EACH STATEMENT EXECUTE FUNCTION ${refuse}()`.execute(trx);
-    await sql`INSERT INTO ${t("meta")} (key, value) VALUES ('application', ${applicationName}), ('schema_version', ${String(postgresLayoutVersion)}), ('log_id', ${randomUUID()})`.execute(trx);
-  });
-}
-
-async function prepareProjections(db: Kysely<unknown>, layout: Layout, shown: string, projections: readonly AnyInlineProjection[]): Promise<void> {
-  const stored = await sql<{ key: string }>`SELECT key FROM ${layout.table("meta")} WHERE key LIKE 'projection:%'`.execute(db);
-  const known = new Set(projections.map((p) => `projection:${p.name}`));
-  const unknown = stored.rows.map((r) => r.key).filter((k) => !known.has(k));
-  if (unknown.length > 0) {
-    throw logError(
-      "unknown-projection",
-      shown,
-      `${shown}: this log keeps the inline projection ${unknown.map((k) => `"${k.slice(11)}"`).join(", ")}, which this opener did not register; open it with openLog()`,
-    );
-  }
-  for (const projection of projections as readonly InlineProjection<unknown>[]) {
-    const key = `projection:${projection.name}`;
-    if ((await readMeta(db, layout, key)) === String(projection.version)) continue;
-    await db.transaction().execute(async (trx) => {
-      await layout.lock().execute(trx);
-      if ((await readMeta(trx, layout, key)) === String(projection.version)) return;
+    locked: (body) =>
+      db.transaction().execute(async (trx) => {
+        await layout.lock().execute(trx);
+        await body(trx);
+      }),
+    async run(tx, migration) {
+      await sql`CREATE SCHEMA IF NOT EXISTS ${sql.id(layout.schema)}`.execute(tx);
+      await migration.postgres(tx, (name) => layout.table(name));
+    },
+    meta: (key, tx = db) => readMeta(tx, layout, key),
+    async setMeta(tx, key, value) {
+      await sql`INSERT INTO ${layout.table("meta")} (key, value) VALUES (${key}, ${value}) ON CONFLICT (key) DO UPDATE SET value = excluded.value`.execute(tx);
+    },
+    async recreateTable(tx, projection) {
       const table = layout.projection(projection.name);
-      await sql`DROP TABLE IF EXISTS ${table}`.execute(trx);
-      await sql`CREATE TABLE ${table} (key text PRIMARY KEY, tag text, updated_at bigint NOT NULL, row text NOT NULL)`.execute(trx);
-      await sql`CREATE INDEX ON ${table} (tag, updated_at)`.execute(trx);
-      const types = [...projection.eventTypes];
-      for (let after = 0; ; ) {
-        const page = await sql<{ seq: string; body: string }>`SELECT seq, body FROM ${layout.table("events")}
-          WHERE type = ANY(${types}) AND seq > ${after} ORDER BY seq LIMIT 5000`.execute(trx);
-        if (page.rows.length === 0) break;
-        await applyRows(trx, layout, [projection as AnyInlineProjection], page.rows.map((r) => toStored({ seq: Number(r.seq), body: r.body })));
-        after = Number(page.rows[page.rows.length - 1]!.seq);
-      }
-      await sql`INSERT INTO ${layout.table("meta")} (key, value) VALUES (${key}, ${String(projection.version)})
-        ON CONFLICT (key) DO UPDATE SET value = excluded.value`.execute(trx);
-    });
-  }
+      await sql`DROP TABLE IF EXISTS ${table}`.execute(tx);
+      await sql`CREATE TABLE ${table} (key text PRIMARY KEY, tag text, updated_at bigint NOT NULL, row text NOT NULL)`.execute(tx);
+      await sql`CREATE INDEX ON ${table} (tag, updated_at)`.execute(tx);
+    },
+    async eventsOfTypes(tx, types, after, limit) {
+      const page = await sql<{ seq: string; body: string }>`SELECT seq, body FROM ${layout.table("events")}
+        WHERE type = ANY(${types}) AND seq > ${after} ORDER BY seq LIMIT ${limit}`.execute(tx);
+      return page.rows.map((r) => toStored({ seq: Number(r.seq), body: r.body }));
+    },
+    applyRows: (tx, projection, events) => applyRows(tx, layout, [projection], events),
+    async projectionKeys() {
+      const stored = await sql<{ key: string }>`SELECT key FROM ${layout.table("meta")} WHERE key LIKE 'projection:%'`.execute(db);
+      return stored.rows.map((r) => r.key);
+    },
+  };
+  return host;
 }
 
 /** Applies events to the projections in one read and one write per projection. */

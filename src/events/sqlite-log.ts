@@ -7,7 +7,8 @@
  * commit and notification logs are re-derivable from their producers; pass
  * `synchronous: "FULL"` when that trade is wrong for you.
  *
- * Kysely owns the layout, migrations and meta; the two hot paths (append and scan) use
+ * The layout is the shared scheme of migrations.ts (this file says how SQLite reads its
+ * meta and runs a locked transaction); the two hot paths (append and scan) use
  * cached better-sqlite3 statements, since kysely compiles each statement anew.
  */
 import { statSync } from "node:fs";
@@ -16,7 +17,7 @@ import { Kysely, SqliteDialect, SqliteDriver, CompiledQuery, type DatabaseConnec
 import { Subject, interval, merge, filter, map, type Observable } from "rxjs";
 import { logError } from "./errors.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
-import { applicationName, latestVersion, migrations, type LogDatabase } from "./migrations.js";
+import { applicationName, migrate, prepareProjections, type LayoutHost, type LogDatabase } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { prepareEvents } from "./validate.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
@@ -86,10 +87,11 @@ export async function openSqliteLog(path: string, options: SqliteLogOptions = {}
   try {
     await configure(database, path, options.synchronous ?? "NORMAL", options.busyTimeoutMs ?? 15000);
     const kysely = new Kysely<LogDatabase>({ dialect: new ImmediateDialect(database) });
-    await migrate(kysely, database, path, options.create ?? true);
+    const host = layoutHost(kysely, database, path);
+    await migrate(host, options.create ?? true);
     const projections = options.projections ?? [];
     checkProjections(projections);
-    prepareProjections(database, path, projections);
+    await prepareProjections(host, projections);
     return new SqliteLog(database, kysely, options.pollMs ?? 50, projections, options.redact ?? defaultRedactor);
   } catch (error) {
     database.close();
@@ -144,76 +146,42 @@ function storedVersion(database: Database.Database, path: string): number {
   return Number(meta.get("schema_version") ?? 0);
 }
 
-async function migrate(kysely: Kysely<LogDatabase>, database: Database.Database, path: string, create: boolean) {
-  const found = storedVersion(database, path);
-  if (found > latestVersion) {
-    throw logError(
-      "newer-version",
-      path,
-      `${path}: written by a newer turnfold (log schema version ${found}); this one reads up to version ${latestVersion}. Upgrade turnfold to open it.`,
-    );
-  }
-  if (found === 0 && !create) throw logError("not-a-turnfold-log", path, `${path}: an empty SQLite database, not a turnfold log`);
-  for (const migration of migrations) {
-    if (migration.version <= found) continue;
-    await kysely.transaction().execute(async (trx) => {
-      if (storedVersion(database, path) >= migration.version) return;
-      await migration.up(trx);
-      await trx
+/** The SQLite side of the shared layout scheme (migrations.ts): a kysely transaction, with the raw connection for the projections' tables. */
+function layoutHost(kysely: Kysely<LogDatabase>, db: Database.Database, path: string): LayoutHost<Kysely<LogDatabase>> {
+  const hasMeta = () => (db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'").pluck().get() as number) > 0;
+  return {
+    shown: path,
+    missing: `${path}: an empty SQLite database, not a turnfold log`,
+    storedVersion: async () => storedVersion(db, path),
+    locked: (body) => kysely.transaction().execute(body),
+    run: (tx, migration) => migration.sqlite(tx),
+    meta: async (key) => (hasMeta() ? (db.prepare("SELECT value FROM meta WHERE key = ?").pluck().get(key) as string | undefined) : undefined),
+    setMeta: async (tx, key, value) => {
+      await tx
         .insertInto("meta")
-        .values({ key: "schema_version", value: String(migration.version) })
-        .onConflict((oc) => oc.column("key").doUpdateSet({ value: String(migration.version) }))
+        .values({ key, value })
+        .onConflict((oc) => oc.column("key").doUpdateSet({ value }))
         .execute();
-    });
-  }
-}
-
-const projectionKey = (name: string) => `projection:${name}`;
-const projectionTable = (name: string) => `projection_${name}`;
-
-/**
- * Gives each projection its table, and rebuilds the rows from the events when the file
- * was written without it or with another version of it. Runs under the write lock and
- * re-reads the version inside, like the migrations.
- */
-function prepareProjections(db: Database.Database, path: string, projections: readonly AnyInlineProjection[]): void {
-  const known = new Set(projections.map((p) => projectionKey(p.name)));
-  const stored = db.prepare("SELECT key FROM meta WHERE key LIKE 'projection:%'").pluck().all() as string[];
-  const unknown = stored.filter((key) => !known.has(key));
-  if (unknown.length > 0) {
-    throw logError(
-      "unknown-projection",
-      path,
-      `${path}: this log keeps the inline projection ${unknown.map((k) => `"${k.slice(11)}"`).join(", ")}, which this opener did not register; open it with openLog()`,
-    );
-  }
-  const version = db.prepare("SELECT value FROM meta WHERE key = ?").pluck();
-  const setVersion = db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value");
-  for (const projection of projections as readonly InlineProjection<unknown>[]) {
-    const key = projectionKey(projection.name);
-    if (version.get(key) === String(projection.version)) continue;
-    db.transaction(() => {
-      if (version.get(key) === String(projection.version)) return;
+    },
+    recreateTable: async (_tx, projection) => {
       const table = projectionTable(projection.name);
       db.exec(`DROP TABLE IF EXISTS ${table}`);
       db.exec(`CREATE TABLE ${table} (key TEXT PRIMARY KEY, tag TEXT, updated_at INTEGER NOT NULL, row TEXT NOT NULL)`);
       db.exec(`CREATE INDEX ${table}_tag ON ${table} (tag, updated_at)`);
-      const access = rowAccess(db, [projection]);
-      const types = [...projection.eventTypes];
-      const page = db
-        .prepare(`SELECT seq, body FROM events WHERE type IN (${types.map(() => "?").join(", ")}) AND seq > ? ORDER BY seq LIMIT 5000`)
-        .raw();
-      // Paged: better-sqlite3 allows no writes on a connection while a statement iterates.
-      for (let after = 0; ; ) {
-        const rows = page.all(...types, after) as [number, string][];
-        for (const [seq, body] of rows) applyInline([projection as AnyInlineProjection], toStored({ seq, body }), access.get, access.put);
-        if (rows.length === 0) break;
-        after = rows[rows.length - 1]![0];
-      }
-      setVersion.run(key, String(projection.version));
-    }).immediate();
-  }
+    },
+    eventsOfTypes: async (_tx, types, after, limit) => {
+      const page = db.prepare(`SELECT seq, body FROM events WHERE type IN (${types.map(() => "?").join(", ")}) AND seq > ? ORDER BY seq LIMIT ?`).raw();
+      return (page.all(...types, after, limit) as [number, string][]).map(([seq, body]) => toStored({ seq, body }));
+    },
+    applyRows: async (_tx, projection, events) => {
+      const access = rowAccess(db, [projection as InlineProjection<unknown>]);
+      for (const event of events) applyInline([projection], event, access.get, access.put);
+    },
+    projectionKeys: async () => db.prepare("SELECT key FROM meta WHERE key LIKE 'projection:%'").pluck().all() as string[],
+  };
 }
+
+const projectionTable = (name: string) => `projection_${name}`;
 
 interface RowAccess {
   get(projection: InlineProjection<unknown>, key: string): unknown;
