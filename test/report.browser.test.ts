@@ -166,7 +166,7 @@ describe.skipIf(!available)(`R33–R35 in the report, in Chromium (${available ?
     await expect(arrow.getAttribute("title")).resolves.toBe("handoff of tests from main:sub to main at seq 11");
     // The arrow spans from the giver's lane to the taker's.
     const box = await arrow.boundingBox();
-    const lanes = await page.locator(".lane").evaluateAll((els: (DomNode & { offsetTop: number })[]) => els.map((e) => [e.getAttribute("data-key"), e.offsetTop]));
+    const lanes = await page.locator(".lane").evaluateAll((els: DomNode[]) => els.map((e) => [e.getAttribute("data-key"), (e as unknown as { offsetTop: number }).offsetTop]));
     expect(box!.height).toBeGreaterThanOrEqual(Math.abs(Number(lanes[0]![1]) - Number(lanes[1]![1])) - 1);
     const rows = await page.locator(".suppressed-row").evaluateAll((els: DomNode[]) => els.map((r) => [r.getAttribute("data-member"), r.getAttribute("data-why")]));
     expect(rows).toEqual([
