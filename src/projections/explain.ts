@@ -2,23 +2,16 @@
  * `explain` (R31): for one process or delegation id, its events and what became of each
  * item it made: which turn carried it, or why none did.
  */
-import type { EventOf, Stored } from "../events/schema.js";
+import type { Stored } from "../events/schema.js";
 import type { Fate, Note } from "../reducers/decisions.js";
 import type { Waiting } from "../reducers/query.js";
 import { Projection, type ProjectionOptions, type Turn } from "./project.js";
+import { WaitTracker, type ForeignDrain } from "./stories.js";
 
 /** Where an item that was never settled is waiting, at the end of the history. */
 export type { Waiting } from "../reducers/query.js";
 
-/** A drain of a session that could not take the item: it belongs to another session. */
-export interface ForeignDrain {
-  /** Seq of the drain. */
-  readonly seq: number;
-  /** The session that drained. */
-  readonly session: string;
-  /** The session the item was waiting for. */
-  readonly owner: string;
-}
+export type { ForeignDrain } from "./stories.js";
 
 /** One item's fate: dispatched in which turn, consumed, parked, dropped or still waiting, and why. */
 export interface ItemStory {
@@ -62,47 +55,25 @@ export class Explainer {
   readonly #projection: Projection;
   readonly #mentioned: Stored[] = [];
   readonly #turns: Turn[] = [];
-  readonly #drains = new Map<string, number>();
-  /** Items of the id waiting in a session's queue: item seq → that session. */
-  readonly #waitingIn = new Map<number, string>();
-  readonly #foreign = new Map<number, { drains: ForeignDrain[]; count: number }>();
+  /** Where the id's items wait, and the drains of other sessions that passed them by (the report's tracker too). */
+  readonly #waits: WaitTracker;
 
   constructor(id: string, options: ProjectionOptions = {}) {
     this.#id = id;
     this.#projection = new Projection({ ...options, trace: (note) => note.member === id && this.#trace(note) });
+    this.#waits = new WaitTracker(this.#projection.query);
   }
 
   #trace(note: Note): void {
     this.#notes.push(note);
-    if (note.itemSeq === undefined) return;
-    const fate = note.fate;
-    if (fate.what === "queued" || fate.what === "unparked" || fate.what === "over-budget") this.#waitingIn.set(note.itemSeq, fate.session);
-    else if (fate.what === "followed") this.#waitingIn.set(note.itemSeq, fate.to);
-    else if (fate.what !== "busy" && fate.what !== "headless" && fate.what !== "skipped-for-poll") this.#waitingIn.delete(note.itemSeq);
-  }
-
-  /** R31 "owned by another session": a drain of a session outside the waiting item's lineage. */
-  #noteForeignDrain(event: Stored<EventOf<"drain">>): void {
-    const query = this.#projection.query;
-    const drainer = query.liveTip(event.session);
-    if (drainer === undefined) return;
-    for (const [itemSeq, owner] of this.#waitingIn) {
-      if (query.tip(owner) === drainer || !query.isQueued(owner, itemSeq)) continue;
-      const foreign = this.#foreign.get(itemSeq) ?? { drains: [], count: 0 };
-      if (foreign.drains.length < 5) foreign.drains.push({ seq: event.seq, session: event.session, owner });
-      foreign.count++;
-      this.#foreign.set(itemSeq, foreign);
-    }
+    if (note.itemSeq !== undefined) this.#waits.noted(note.itemSeq, note.fate);
   }
 
   /** Folds one event (in seq order). */
   push(event: Stored): void {
     const id = this.#id;
     if (mentions(event, id)) this.#mentioned.push(event);
-    if (event.type === "drain") {
-      this.#drains.set(event.session, event.seq);
-      if (this.#waitingIn.size > 0) this.#noteForeignDrain(event);
-    }
+    if (event.type === "drain") this.#waits.drained(event.session, event.seq);
     for (const output of this.#projection.push(event)) {
       if (output.type === "turn" && output.members.includes(id)) this.#turns.push(output);
     }
@@ -125,8 +96,8 @@ export class Explainer {
     const items = [...stories.values()].map((story): ItemStory => {
       const last = story.fates[story.fates.length - 1];
       const turn = last?.what === "dispatched" ? this.#turns.find((t) => t.seq === last.seq) : undefined;
-      const found = story.itemSeq === undefined ? undefined : query.locate(story.itemSeq, this.#drains);
-      const foreign = story.itemSeq === undefined ? undefined : this.#foreign.get(story.itemSeq);
+      const found = story.itemSeq === undefined ? undefined : query.locate(story.itemSeq, this.#waits.lastDrain);
+      const foreign = story.itemSeq === undefined ? undefined : this.#waits.passedBy(story.itemSeq);
       return {
         itemSeq: story.itemSeq,
         kind: found?.item.kind ?? kindFromEvents(this.#mentioned, story.itemSeq),

@@ -5,7 +5,6 @@
  * settled. Answers are values (keys, counts, items), never the fold's own objects to
  * change; an answer holds for the point in the history at which it was asked.
  */
-import type { Surface } from "../events/schema.js";
 import { nextTokenAt } from "./budget.js";
 import { stillSendable } from "./drain.js";
 import { releasedOwner } from "./items.js";
@@ -58,19 +57,9 @@ export class FoldQuery {
     return this.#state.sessions.get(key)?.successor;
   }
 
-  /** The surface a session was opened with, if the fold knows the key. */
-  surfaceOf(key: string): Surface | undefined {
-    return this.#state.sessions.get(key)?.surface;
-  }
-
   /** The session an owner key answers for: an extra key (a tab id) names its session; any other key is itself. */
   sessionOf(owner: string): string {
     return this.#state.aliases.get(owner) ?? owner;
-  }
-
-  /** Whether the item made by event `itemSeq` waits in the queue of `key`'s lineage tip. */
-  isQueued(key: string, itemSeq: number): boolean {
-    return lineageTip(this.#state, key)?.queue.some((item) => item.seq === itemSeq) ?? false;
   }
 
   /**

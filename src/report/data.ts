@@ -13,6 +13,7 @@ import type { EventType, Stored } from "../events/schema.js";
 import type { Fate, Note } from "../reducers/decisions.js";
 import type { Waiting } from "../projections/explain.js";
 import { Projection, type ProjectionOptions, type Turn, type TurnFields } from "../projections/project.js";
+import { WaitTracker, type PassedBy } from "../projections/stories.js";
 import { fateLine, waitingLine } from "../render/explain.js";
 
 /** One session's lane. */
@@ -177,11 +178,14 @@ const marksPerPart = 20_000;
 const rowsPerPart = 500;
 
 /**
- * Subjects (process and delegation ids) whose owner the builder remembers, per generation.
- * An event names its subject's owner only sometimes (a heartbeat never does). The fold's
- * state knows the owner of every running process and pending delegation, and of recently
- * settled processes; this memory covers the rest (a ledger event after its delegation's
- * result, say) for the last 8,192 to 16,384 subjects named by any event.
+ * Subjects (process and delegation ids) whose lane the builder remembers, per generation:
+ * the lane a subject's first mark went on, which its later marks keep. This is a memory
+ * of drawing, not a second memory of owners. The fold is asked the owner (`query.ownerOf`)
+ * the first time, and it answers for every running process and pending delegation and for
+ * recently settled processes; but a handoff changes the owner the fold answers with while
+ * a subject's marks stay on one lane, and the fold forgets a delegation's owner once its
+ * result is settled, when the ledger's own events about it are still to come. Kept for
+ * the last 8,192 to 16,384 subjects drawn.
  */
 const rememberedSubjects = 8_192;
 
@@ -194,18 +198,6 @@ interface OpenItem {
   last: Note;
   /** Event time of `last`. */
   at: number;
-  /** The lineage tip whose queue it waits in, followed as `explain` follows it; undefined while it is in none. */
-  /** The key of the lineage tip whose queue it waits in. */
-  waitTip: string | undefined;
-  /** The drain counters when it began to wait there: all counted drains, and those of that tip. */
-  countedAtWait: number;
-  tipDrainsAtWait: number;
-  /** Drains of other sessions that could not take it, over all its waits so far. */
-  foreign: number;
-  /** The sessions those drains came from, in order, at most five. */
-  readonly foreignSessions: string[];
-  /** Where in the run of counted drains its names were last looked for. */
-  scannedTo: number;
 }
 
 /**
@@ -225,7 +217,7 @@ export class ReportBuilder {
   readonly #maxMarks: number;
   readonly #lanes: { key: string; surface: string; continues: string | undefined; continuedBy: string | undefined }[] = [];
   readonly #laneOf = new Map<string, number>();
-  /** Owner key of recent processes and delegations, as the events first name it: two generations. */
+  /** The owner whose lane each recent subject is drawn on (see `rememberedSubjects`): two generations. */
   #ownerOf = new Map<string, string>();
   #ownerOfEarlier = new Map<string, string>();
   readonly #types = new Map<EventType, number>();
@@ -243,20 +235,8 @@ export class ReportBuilder {
   #handoffRefused = false;
   /** Items made and not yet at their end, by the seq that made them. */
   readonly #items = new Map<number, OpenItem>();
-  /**
-   * R31's "owned by another session", counted the way `explain` counts it: a drain of a
-   * live session counts for every item then waiting in the queue of another lineage.
-   * Counters rather than a walk over the waiting items at each drain: the drains counted
-   * so far, and those of each draining tip; an item keeps both as they were when it began
-   * to wait, and what they grew by since, one minus the other, is what it missed.
-   */
-  #countedDrains = 0;
-  readonly #drainsByTip = new Map<string, number>();
-  /** Counted drains whose sessions the waiting items have not looked at yet (for the names in the reason). */
-  #recentDrains: { readonly session: string; readonly tip: string }[] = [];
-  /** How many counted drains came before the first of `#recentDrains`. */
-  #recentBase = 0;
-  readonly #lastDrain = new Map<string, number>();
+  /** Where each open item waits, and R31's "owned by another session": the tracker `explain` uses, so both tell one story. */
+  readonly #waits: WaitTracker;
   #now = 0;
   /** The event being folded, and its lane: where an item it makes is drawn. */
   #current: { readonly event: Stored; readonly lane: number } | undefined;
@@ -268,6 +248,7 @@ export class ReportBuilder {
     this.#maxMarks = options.maxEventMarks ?? 500_000;
     const { maxEventMarks: _max, ...projection } = options;
     this.#projection = new Projection({ ...projection, trace: (note) => this.#trace(note) });
+    this.#waits = new WaitTracker(this.#projection.query);
   }
 
   /** Folds one event (in seq order). */
@@ -286,7 +267,7 @@ export class ReportBuilder {
     } else {
       this.#undrawn++;
     }
-    if (event.type === "drain") this.#drained(event.session, event.seq);
+    if (event.type === "drain") this.#waits.drained(event.session, event.seq);
     this.#handoffRefused = false;
     for (const output of this.#projection.push(event)) if (output.type === "turn") this.#addTurn(output);
     if (event.type === "process.handed-off") {
@@ -308,10 +289,10 @@ export class ReportBuilder {
     this.#finished = true;
     for (const output of this.#projection.finish()) if (output.type === "turn") this.#addTurn(output);
     const waiting = new Map<number, Waiting>();
-    if (this.#items.size > 0) for (const found of this.#projection.query.waiting(this.#lastDrain)) if (!waiting.has(found.item.seq)) waiting.set(found.item.seq, found.waiting);
+    if (this.#items.size > 0) for (const found of this.#projection.query.waiting(this.#waits.lastDrain)) if (!waiting.has(found.item.seq)) waiting.set(found.item.seq, found.waiting);
     for (const [itemSeq, item] of this.#items) {
-      this.#stopWaiting(item);
-      this.#addSuppressed(itemSeq, item, this.#waitingReason(item, waiting.get(itemSeq)));
+      const passed = this.#waits.forget(itemSeq);
+      this.#addSuppressed(itemSeq, item, this.#waitingReason(item, waiting.get(itemSeq), passed));
       if (this.#suppressed.length >= rowsPerPart) this.#flush();
     }
     this.#items.clear();
@@ -350,12 +331,6 @@ export class ReportBuilder {
         addressed: note.fate.what !== "unaddressed",
         last: note,
         at: this.#now,
-        waitTip: undefined,
-        countedAtWait: 0,
-        tipDrainsAtWait: 0,
-        foreign: 0,
-        foreignSessions: [],
-        scannedTo: 0,
       };
       this.#items.set(note.itemSeq, item);
     } else {
@@ -366,6 +341,7 @@ export class ReportBuilder {
     // An item at its end leaves: a turn took it, or it is reported now with its reason.
     if (fate.what === "dispatched") {
       this.#items.delete(note.itemSeq);
+      this.#waits.forget(note.itemSeq);
       return;
     }
     const gone = terminal[fate.what];
@@ -374,13 +350,12 @@ export class ReportBuilder {
     // A stale completion still goes, in a turn of its own (R34); a stale notice is gone.
     if (gone !== undefined && (gone !== "skipped-for-poll" || item.addressed) && (gone !== "stale" || item.kind !== "completions")) {
       this.#items.delete(note.itemSeq);
+      this.#waits.forget(note.itemSeq);
       this.#addSuppressed(note.itemSeq, item, { seq: note.seq, why: gone, what: fate.what, reason: fateLine({ ...fate, seq: note.seq }) });
       return;
     }
     // Where it waits, as explain follows it: a busy, headless or skipping drain leaves it where it is.
-    if (fate.what === "queued" || fate.what === "unparked" || fate.what === "over-budget") this.#wait(item, fate.session);
-    else if (fate.what === "followed") this.#wait(item, fate.to);
-    else if (fate.what !== "busy" && fate.what !== "headless" && fate.what !== "skipped-for-poll") this.#wait(item, undefined);
+    this.#waits.noted(note.itemSeq, fate);
   }
 
   #addSuppressed(itemSeq: number, item: OpenItem, found: { seq: number; why: SuppressedWhy; what: string; reason: string }): void {
@@ -389,7 +364,7 @@ export class ReportBuilder {
   }
 
   /** Why an item still open at the end made no turn: its last fate, or where and why it waits. */
-  #waitingReason(item: OpenItem, waiting: Waiting | undefined): { seq: number; why: SuppressedWhy; what: string; reason: string } {
+  #waitingReason(item: OpenItem, waiting: Waiting | undefined, passed: PassedBy): { seq: number; why: SuppressedWhy; what: string; reason: string } {
     const fate = { ...item.last.fate, seq: item.last.seq };
     // An unaddressed completion that CLI drains skipped for a poll, and no other drain took.
     const gone = terminal[fate.what];
@@ -400,61 +375,15 @@ export class ReportBuilder {
     }
     if (waiting?.where === "parked") return { seq: fate.seq, why: "parked", what: fate.what, reason: `${fateLine(fate)}; ${reasonOf()}` };
     if (waiting?.where === "queue") {
-      if (item.foreign > 0) {
-        const names = item.foreignSessions.length < 5 ? item.foreignSessions.join(", ") : `${item.foreignSessions.join(", ")}, …`;
-        const drains = item.foreign === 1 ? "1 drain of another session" : `${item.foreign} drains of other sessions`;
+      if (passed.count > 0) {
+        const names = passed.sessions.length < 5 ? passed.sessions.join(", ") : `${passed.sessions.join(", ")}, …`;
+        const drains = passed.count === 1 ? "1 drain of another session" : `${passed.count} drains of other sessions`;
         const reason = `it belongs to session ${waiting.session} (and its compression successors) only: ${drains} (${names}) could not take it; ${reasonOf()}`;
         return { seq: fate.seq, why: "foreign", what: fate.what, reason };
       }
       if (!waiting.drainedSince) return { seq: fate.seq, why: "never-drained", what: fate.what, reason: reasonOf() };
     }
     return { seq: fate.seq, why: "waiting", what: fate.what, reason: reasonOf() };
-  }
-
-  /** A drain: the session's last drain, and, if it is live, one more counted drain of its tip. */
-  #drained(session: string, seq: number): void {
-    this.#lastDrain.set(session, seq);
-    const tip = this.#projection.query.liveTip(session);
-    if (tip === undefined) return;
-    this.#countedDrains++;
-    this.#drainsByTip.set(tip, (this.#drainsByTip.get(tip) ?? 0) + 1);
-    this.#recentDrains.push({ session, tip });
-    // Now and then every waiting item takes its names from the recent drains, which then go.
-    if (this.#recentDrains.length >= Math.max(10_000, this.#items.size)) {
-      for (const item of this.#items.values()) if (item.waitTip !== undefined) this.#takeNames(item);
-      this.#recentBase += this.#recentDrains.length;
-      this.#recentDrains = [];
-    }
-  }
-
-  /** An item now waits in the queue of `key`'s tip (or in none): what it missed where it waited is added up. */
-  #wait(item: OpenItem, key: string | undefined): void {
-    const tip = key === undefined ? undefined : this.#projection.query.tip(key);
-    if (tip === item.waitTip) return;
-    this.#stopWaiting(item);
-    if (tip === undefined) return;
-    item.waitTip = tip;
-    item.countedAtWait = this.#countedDrains;
-    item.tipDrainsAtWait = this.#drainsByTip.get(tip) ?? 0;
-    item.scannedTo = this.#recentBase + this.#recentDrains.length;
-  }
-
-  #stopWaiting(item: OpenItem): void {
-    const tip = item.waitTip;
-    if (tip === undefined) return;
-    this.#takeNames(item);
-    item.foreign += this.#countedDrains - item.countedAtWait - ((this.#drainsByTip.get(tip) ?? 0) - item.tipDrainsAtWait);
-    item.waitTip = undefined;
-  }
-
-  /** The sessions of the recent drains of other lineages, up to five in all, for a waiting item. */
-  #takeNames(item: OpenItem): void {
-    const drains = this.#recentDrains;
-    for (let i = Math.max(0, item.scannedTo - this.#recentBase); i < drains.length && item.foreignSessions.length < 5; i++) {
-      const drain = drains[i]!;
-      if (drain.tip !== item.waitTip && !item.foreignSessions.includes(drain.session)) item.foreignSessions.push(drain.session);
-    }
-    item.scannedTo = this.#recentBase + drains.length;
   }
 
   #addTurn(turn: Turn): void {
@@ -493,10 +422,10 @@ export class ReportBuilder {
   }
 
   /**
-   * The owner a subject's events first named, remembered in two generations: a subject
-   * named again moves to the newer one, and when that is full the older one is dropped.
-   * A subject forgotten there is looked up in the fold's own state: a running process or
-   * a pending delegation has its record, and a settled process its remembered owner.
+   * The owner whose lane a subject's marks go on: the one its first mark went on,
+   * remembered in two generations (a subject drawn again moves to the newer one; when that
+   * is full the older one is dropped). A subject not drawn yet, or forgotten there, gets
+   * the owner the fold knows (`query.ownerOf`), else the one its event names.
    */
   #subjectOwner(subject: string, named: string | undefined): string | undefined {
     let owner = this.#ownerOf.get(subject);
