@@ -6,7 +6,7 @@ import type { Stored } from "../events/schema.js";
 import type { Fate, Note } from "../reducers/decisions.js";
 import type { Waiting } from "../reducers/query.js";
 import { Projection, type ProjectionOptions, type Turn } from "./project.js";
-import { WaitTracker, type ForeignDrain } from "./stories.js";
+import { WaitTracker, newWatch, type ForeignDrain, type Watch } from "./stories.js";
 
 /** Where an item that was never settled is waiting, at the end of the history. */
 export type { Waiting } from "../reducers/query.js";
@@ -57,16 +57,21 @@ export class Explainer {
   readonly #turns: Turn[] = [];
   /** Where the id's items wait, and the drains of other sessions that passed them by (the report's tracker too). */
   readonly #waits: WaitTracker;
+  /** The id's items, by the seq that made them: what the tracker keeps of each. */
+  readonly #watches = new Map<number, Watch>();
 
   constructor(id: string, options: ProjectionOptions = {}) {
     this.#id = id;
     this.#projection = new Projection({ ...options, trace: (note) => note.member === id && this.#trace(note) });
-    this.#waits = new WaitTracker(this.#projection.query);
+    this.#waits = new WaitTracker(this.#projection.query, () => this.#watches.values(), "drains");
   }
 
   #trace(note: Note): void {
     this.#notes.push(note);
-    if (note.itemSeq !== undefined) this.#waits.noted(note.itemSeq, note.fate);
+    if (note.itemSeq === undefined) return;
+    let watch = this.#watches.get(note.itemSeq);
+    if (watch === undefined) this.#watches.set(note.itemSeq, (watch = newWatch()));
+    this.#waits.noted(watch, note.fate);
   }
 
   /** Folds one event (in seq order). */
@@ -97,7 +102,8 @@ export class Explainer {
       const last = story.fates[story.fates.length - 1];
       const turn = last?.what === "dispatched" ? this.#turns.find((t) => t.seq === last.seq) : undefined;
       const found = story.itemSeq === undefined ? undefined : query.locate(story.itemSeq, this.#waits.lastDrain);
-      const foreign = story.itemSeq === undefined ? undefined : this.#waits.passedBy(story.itemSeq);
+      const watch = story.itemSeq === undefined ? undefined : this.#watches.get(story.itemSeq);
+      const foreign = watch === undefined ? undefined : this.#waits.passedBy(watch);
       return {
         itemSeq: story.itemSeq,
         kind: found?.item.kind ?? kindFromEvents(this.#mentioned, story.itemSeq),

@@ -13,7 +13,7 @@ import type { EventType, Stored } from "../events/schema.js";
 import type { Fate, Note } from "../reducers/decisions.js";
 import type { Waiting } from "../projections/explain.js";
 import { Projection, type ProjectionOptions, type Turn, type TurnFields } from "../projections/project.js";
-import { WaitTracker, type PassedBy } from "../projections/stories.js";
+import { WaitTracker, type PassedBy, type Watch } from "../projections/stories.js";
 import { fateLine, waitingLine } from "../render/explain.js";
 
 /** One session's lane. */
@@ -189,8 +189,8 @@ const rowsPerPart = 500;
  */
 const rememberedSubjects = 8_192;
 
-/** An item that has not reached its end yet: where it is drawn, its latest fate, and the drains it missed. */
-interface OpenItem {
+/** An item that has not reached its end yet: where it is drawn, its latest fate, and (as a `Watch`) where it waits and the drains it missed. */
+interface OpenItem extends Watch {
   readonly kind: string;
   readonly lane: number;
   /** Whether it has an owner: an unaddressed item is placed in the pool first, every other one somewhere else. */
@@ -248,7 +248,7 @@ export class ReportBuilder {
     this.#maxMarks = options.maxEventMarks ?? 500_000;
     const { maxEventMarks: _max, ...projection } = options;
     this.#projection = new Projection({ ...projection, trace: (note) => this.#trace(note) });
-    this.#waits = new WaitTracker(this.#projection.query);
+    this.#waits = new WaitTracker(this.#projection.query, () => this.#items.values(), "sessions");
   }
 
   /** Folds one event (in seq order). */
@@ -291,7 +291,7 @@ export class ReportBuilder {
     const waiting = new Map<number, Waiting>();
     if (this.#items.size > 0) for (const found of this.#projection.query.waiting(this.#waits.lastDrain)) if (!waiting.has(found.item.seq)) waiting.set(found.item.seq, found.waiting);
     for (const [itemSeq, item] of this.#items) {
-      const passed = this.#waits.forget(itemSeq);
+      const passed = this.#waits.end(item);
       this.#addSuppressed(itemSeq, item, this.#waitingReason(item, waiting.get(itemSeq), passed));
       if (this.#suppressed.length >= rowsPerPart) this.#flush();
     }
@@ -331,6 +331,14 @@ export class ReportBuilder {
         addressed: note.fate.what !== "unaddressed",
         last: note,
         at: this.#now,
+        waitKey: undefined,
+        waitTip: undefined,
+        countedAtWait: 0,
+        tipDrainsAtWait: 0,
+        passed: 0,
+        passedDrains: undefined,
+        passedSessions: undefined,
+        scannedTo: 0,
       };
       this.#items.set(note.itemSeq, item);
     } else {
@@ -341,7 +349,7 @@ export class ReportBuilder {
     // An item at its end leaves: a turn took it, or it is reported now with its reason.
     if (fate.what === "dispatched") {
       this.#items.delete(note.itemSeq);
-      this.#waits.forget(note.itemSeq);
+      this.#waits.end(item);
       return;
     }
     const gone = terminal[fate.what];
@@ -350,12 +358,12 @@ export class ReportBuilder {
     // A stale completion still goes, in a turn of its own (R34); a stale notice is gone.
     if (gone !== undefined && (gone !== "skipped-for-poll" || item.addressed) && (gone !== "stale" || item.kind !== "completions")) {
       this.#items.delete(note.itemSeq);
-      this.#waits.forget(note.itemSeq);
+      this.#waits.end(item);
       this.#addSuppressed(note.itemSeq, item, { seq: note.seq, why: gone, what: fate.what, reason: fateLine({ ...fate, seq: note.seq }) });
       return;
     }
     // Where it waits, as explain follows it: a busy, headless or skipping drain leaves it where it is.
-    this.#waits.noted(note.itemSeq, fate);
+    this.#waits.noted(item, fate);
   }
 
   #addSuppressed(itemSeq: number, item: OpenItem, found: { seq: number; why: SuppressedWhy; what: string; reason: string }): void {
