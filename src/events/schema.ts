@@ -8,9 +8,8 @@
 import { z } from "zod";
 
 /**
- * Version of the event vocabulary (docs/events.md). The storage layouts are versioned on
- * their own: SQLite's by its migration list (`events/migrations.ts`), PostgreSQL's by its
- * layout number (`events/postgres-log.ts`).
+ * Version of the event vocabulary (docs/events.md). The storage layout is versioned on
+ * its own, one number for both databases: the migration list in `events/migrations.ts`.
  */
 export const schemaVersion = 1;
 
