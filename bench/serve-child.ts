@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { request } from "node:http";
 import { fileURLToPath } from "node:url";
+import { sseReader } from "../src/testing/sse.js";
 
 export const producerToken = "bench-producer-token-5b1e0c";
 const cli = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
@@ -61,22 +62,7 @@ export function turnStream(url: string, key: string, token: string, onTurn: (tur
   const req = request(new URL(`/v1/sessions/${encodeURIComponent(key)}/turns`, url), { headers, agent: false }, (res) => {
     response = res;
     res.setEncoding("utf8");
-    let buffer = "";
-    res.on("data", (chunk: string) => {
-      buffer += chunk;
-      let end: number;
-      while ((end = buffer.indexOf("\n\n")) !== -1) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        let id: number | undefined;
-        let data = "";
-        for (const line of block.split("\n")) {
-          if (line.startsWith("id: ")) id = Number(line.slice(4));
-          else if (line.startsWith("data: ")) data += line.slice(6);
-        }
-        if (id !== undefined && data !== "") onTurn(JSON.parse(data) as StreamedTurn, id);
-      }
-    });
+    res.on("data", sseReader((id, data) => onTurn(JSON.parse(data) as StreamedTurn, id)));
     res.on("close", closedResolve);
     res.on("error", () => undefined);
   });

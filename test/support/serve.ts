@@ -4,6 +4,7 @@ import { request } from "node:http";
 import { connect } from "node:net";
 import { afterAll, beforeAll } from "vitest";
 import { cliEntry } from "./cli.js";
+import { sseReader } from "../../src/testing/sse.js";
 
 export const producerToken = "test-producer-token-0f3c9a1e7b";
 
@@ -85,21 +86,9 @@ export function openStream(url: string, key: string, token: string, lastEventId?
   const req = request(target, { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream", ...(lastEventId === undefined ? {} : { "last-event-id": String(lastEventId) }) } }, (res) => {
     resolveStatus(res.statusCode ?? 0);
     res.setEncoding("utf8");
-    let buffer = "";
+    const read = sseReader((id, data) => events.push({ id, data: JSON.parse(data) as SseEvent["data"] }));
     res.on("data", (chunk: string) => {
-      buffer += chunk;
-      let end: number;
-      while ((end = buffer.indexOf("\n\n")) !== -1) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        let id: number | undefined;
-        const data: string[] = [];
-        for (const line of block.split("\n")) {
-          if (line.startsWith("id: ")) id = Number(line.slice(4));
-          else if (line.startsWith("data: ")) data.push(line.slice(6));
-        }
-        if (id !== undefined && data.length > 0) events.push({ id, data: JSON.parse(data.join("\n")) as SseEvent["data"] });
-      }
+      read(chunk);
       const ready = waiters;
       waiters = [];
       ready.forEach((w) => w());
