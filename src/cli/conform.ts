@@ -44,6 +44,7 @@ export function conformCommand(program: Command): void {
     .option("--timeout-ms <ms>", "time one history may take", positiveInt, 10_000)
     .option("--jobs <n>", "children at once, one per history (default: the number of cores; always 1 with --server)", positiveInt)
     .action((options: ConformOptions, command: Command) => {
+      if (options.cmd.trim() === "") command.error("error: --cmd is empty: name the implementation to run (a shell command)", { exitCode: 2, code: "turnfold.emptyCommand" });
       if (options.cases === undefined && options.runs === undefined) command.error("error: say what to run: --cases, --runs N, or both", { exitCode: 2, code: "turnfold.nothingToRun" });
       return runCommand(() => conform(options));
     });

@@ -1,6 +1,7 @@
 /** `turnfold sessions LOG` and `turnfold items LOG`: the ids a history holds, to pick one for `explain`. */
 import type { Command } from "commander";
 import type { Budget } from "../events/schema.js";
+import type { FoldQuery } from "../reducers/query.js";
 import { Inventory, type ItemRow, type SessionRow } from "../report/inventory.js";
 import { openHistory } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
@@ -45,12 +46,10 @@ export function inventoryCommands(program: Command): void {
     .action((file: string, options: InventoryOptions) =>
       runCommand(async () => {
         let out = "";
-        const lineage = new Set(options.session === undefined ? [] : [options.session]);
-        const keep = (row: ItemRow) => options.session === undefined || lineage.has(row.session);
-        const rows = await fold(file, options, (row) => {
-          if (keep(row)) out += options.json ? JSON.stringify(row) + "\n" : itemLine(row);
-        }, (from, to) => {
-          if (lineage.has(from)) lineage.add(to);
+        // The session and the keys that continue it, as the fold has them when the row is decided.
+        const keep = (row: ItemRow, query: FoldQuery) => options.session === undefined || query.lineageFrom(options.session).includes(row.session);
+        const rows = await fold(file, options, (row, query) => {
+          if (keep(row, query)) out += options.json ? JSON.stringify(row) + "\n" : itemLine(row);
         });
         await writeOut(out);
         if (options.session !== undefined && !rows.some((row) => row.session === options.session)) {
@@ -62,14 +61,11 @@ export function inventoryCommands(program: Command): void {
     );
 }
 
-async function fold(file: string, options: InventoryOptions, onItem: (row: ItemRow) => void, onCompressed: (from: string, to: string) => void = () => undefined): Promise<SessionRow[]> {
+async function fold(file: string, options: InventoryOptions, onItem: (row: ItemRow, query: FoldQuery) => void): Promise<SessionRow[]> {
   const history = await openHistory(file);
-  const inventory = new Inventory(onItem, foldOptions(options));
+  const inventory: Inventory = new Inventory((row) => onItem(row, inventory.query), foldOptions(options));
   for await (const page of history.pages) {
-    for (const event of page) {
-      if (event.type === "session.compressed") onCompressed(event.session, event.successor);
-      inventory.push(event);
-    }
+    for (const event of page) inventory.push(event);
   }
   return inventory.finish();
 }
@@ -84,7 +80,7 @@ function sessionTable(rows: readonly SessionRow[]): string {
     row.session,
     row.surface,
     [row.continues === undefined ? "" : `continues ${row.continues}`, row.continuedBy === undefined ? "" : `continued by ${row.continuedBy}`].filter((s) => s !== "").join(", ") || "-",
-    row.open ? "open" : "closed",
+    row.state,
     String(row.delivered),
     String(row.suppressed),
     String(row.waiting),

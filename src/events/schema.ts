@@ -104,11 +104,14 @@ export const ProcessStarted = event("process.started", {
    * Who supervises the child (pid and start time, as `/proc` tells them), so a later
    * supervisor of the same session can tell that this one died and the child was lost.
    */
-  supervisorPid: z.number().int().positive().optional(),
+  supervisorPid: z.number().int().min(2, "a pid below 2 names no child of a supervisor (0 and 1 would signal everything)").optional(),
   supervisorStart: z.string().optional(),
   /** The child's own pid and start time, so what is left of a lost child can be ended. */
-  pid: z.number().int().positive().optional(),
+  pid: z.number().int().min(2, "a pid below 2 names no child of a supervisor (0 and 1 would signal everything)").optional(),
   pidStart: z.string().optional(),
+  /** The machine those pids belong to: its hostname and boot id. A pid is proof of nothing elsewhere. */
+  host: z.string().optional(),
+  bootId: z.string().optional(),
 });
 /** R35: `from` gives a process to `to` (a subagent handing its running work to its parent). */
 export const ProcessHandedOff = event("process.handed-off", {

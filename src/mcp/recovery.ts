@@ -2,14 +2,21 @@
  * Children lost with their server. A `turnfold mcp` server that was killed (a host crash,
  * SIGKILL) leaves its children without an exit in the log, and the agent would wait for
  * them for ever. The next server of the same session finds each one, and when the server
- * that ran it is gone (its pid and start time, recorded in `process.started`, name no live
- * process) appends a `process.exited` with reason `lost`: the owner then hears of it as a
- * failure, kept in its batch. A child whose server still lives is never marked lost.
+ * that ran it is gone appends a `process.exited` with reason `lost`: the owner then hears
+ * of it as a failure, kept in its batch. A child whose server still lives is never marked
+ * lost, nor is one recorded on another machine, whose server this one cannot see.
+ *
+ * A pid read back from the log is a claim, not proof: whoever can append events can name
+ * any pid. What is left of a lost child is signalled only when everything proves it is
+ * that child: the record names this host and boot, the pid still has the recorded start
+ * time, it leads its own process group (as the server made it), and its environment
+ * carries the mark its supervisor put there for that owner and process id. Otherwise it
+ * is reported lost and left alone.
  */
 import type { EventOf, Stored, TurnfoldEvent } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
 import { readPages } from "../events/log.js";
-import { isAlive } from "../ledger/process-identity.js";
+import { childMark, childMarkVariable, environmentOf, isAlive, processGroup, thisHost } from "../ledger/process-identity.js";
 import type { OutputSpool } from "./spool.js";
 
 type Started = Stored<EventOf<"process.started">>;
@@ -48,7 +55,7 @@ export async function readHistory(log: EventStore, session: string): Promise<Ses
       break;
     }
   }
-  const lost = [...open.values()].filter((e) => e.supervisorPid !== undefined && !isAlive(e.supervisorPid, e.supervisorStart));
+  const lost = [...open.values()].filter(supervisorGone);
   return { known, lastIndex, lost };
 }
 
@@ -59,7 +66,7 @@ export async function readHistory(log: EventStore, session: string): Promise<Ses
 export async function reportLost(log: EventStore, lost: readonly Started[], spool: OutputSpool, tailChars: number, at: number): Promise<string[]> {
   if (lost.length === 0) return [];
   const exits: TurnfoldEvent[] = lost.map((started) => {
-    if (started.pid !== undefined && isAlive(started.pid, started.pidStart)) killGroup(started.pid);
+    if (provablyOurs(started)) killGroup(started.pid!);
     const { text, cut } = spool.tail(started.process, tailChars);
     return {
       type: "process.exited",
@@ -77,6 +84,25 @@ export async function reportLost(log: EventStore, lost: readonly Started[], spoo
   await log.append(exits);
   for (const started of lost) spool.remove(started.process);
   return lost.map((s) => s.process);
+}
+
+/** Whether the server that ran a child is gone: judged only where its pid means something (this host; a reboot ends every server). */
+function supervisorGone(started: Started): boolean {
+  if (started.supervisorPid === undefined) return false;
+  const here = thisHost();
+  if (started.host !== undefined && started.host !== here.host) return false;
+  if (started.bootId !== undefined && here.bootId !== undefined && started.bootId !== here.bootId) return true;
+  return !isAlive(started.supervisorPid, started.supervisorStart);
+}
+
+/** Whether the recorded child is, beyond doubt, the process group a server of this session made on this host. */
+export function provablyOurs(started: Started): boolean {
+  const { pid, pidStart, supervisorPid, supervisorStart, host, bootId } = started;
+  const here = thisHost();
+  if (pid === undefined || pid < 2 || pidStart === undefined || supervisorPid === undefined || supervisorStart === undefined) return false;
+  if (host !== here.host || bootId === undefined || bootId !== here.bootId) return false;
+  if (!isAlive(pid, pidStart) || processGroup(pid) !== pid) return false;
+  return environmentOf(pid, childMarkVariable) === childMark({ pid: supervisorPid, start: supervisorStart }, started.owner, started.process);
 }
 
 function killGroup(pid: number): void {

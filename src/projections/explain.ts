@@ -32,6 +32,13 @@ export interface Explanation {
   readonly id: string;
   readonly events: readonly Stored[];
   readonly items: readonly ItemStory[];
+  /**
+   * For each event (by seq), whose it was: the owner of the process or delegation at that
+   * point as the fold answers (after the event: an exit counts for its completion's owner;
+   * a handoff for both sides), or the session a dispatch record went to. What a reader that
+   * serves several sessions filters by.
+   */
+  readonly ownersAt: ReadonlyMap<number, readonly string[]>;
 }
 
 function mentions(event: Stored, id: string): boolean {
@@ -54,6 +61,9 @@ export class Explainer {
   readonly #notes: Note[] = [];
   readonly #projection: Projection;
   readonly #mentioned: Stored[] = [];
+  readonly #ownersAt = new Map<number, readonly string[]>();
+  /** The owner a delegation was dispatched with: its owner for every event about it. */
+  #delegationOwner: string | undefined;
   readonly #turns: Turn[] = [];
   /** Where the id's items wait, and the drains of other sessions that passed them by (the report's tracker too). */
   readonly #waits: WaitTracker;
@@ -77,11 +87,25 @@ export class Explainer {
   /** Folds one event (in seq order). */
   push(event: Stored): void {
     const id = this.#id;
-    if (mentions(event, id)) this.#mentioned.push(event);
+    const mentioned = mentions(event, id);
+    const before = mentioned && event.type === "process.handed-off" ? this.#projection.query.ownerOf(id) : undefined;
     if (event.type === "drain") this.#waits.drained(event.session, event.seq);
     for (const output of this.#projection.push(event)) {
       if (output.type === "turn" && output.members.includes(id)) this.#turns.push(output);
     }
+    if (mentioned) {
+      this.#mentioned.push(event);
+      const owners = this.#ownersOf(event, before);
+      if (owners.length > 0) this.#ownersAt.set(event.seq, owners);
+    }
+  }
+
+  #ownersOf(event: Stored, before: string | undefined): string[] {
+    if (event.type === "notification.dispatched") return [event.session];
+    if (event.type === "delegation.dispatched") this.#delegationOwner = event.owner;
+    if (event.type.startsWith("delegation.")) return this.#delegationOwner === undefined ? [] : [this.#delegationOwner];
+    const after = this.#projection.query.ownerOf(this.#id);
+    return [before, after].filter((owner): owner is string => owner !== undefined);
   }
 
   /** End of the history: the story of every item the id made. */
@@ -114,7 +138,7 @@ export class Explainer {
         foreignDrainCount: foreign?.count ?? 0,
       };
     });
-    return { id, events: this.#mentioned, items };
+    return { id, events: this.#mentioned, items, ownersAt: this.#ownersAt };
   }
 }
 

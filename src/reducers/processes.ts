@@ -29,10 +29,13 @@ const noContext: ItemContext = Object.freeze({});
 
 /**
  * A started process, every field in one literal in the same order as `newProc` (one shape
- * for all records). A second start of a known id keeps what its record knew of the exit,
- * consumption and polls, in a new record: items of the earlier run keep theirs as context.
+ * for all records). The record is new, so items of an earlier run of the id keep theirs as
+ * context. A start after the earlier run's exit is a new run: nothing carries over, and its
+ * own exit makes an item. A start while the earlier record has no exit yet (a kill recorded
+ * before the start, say) keeps what that record knew of consumption and polls.
  */
-function startedProc(e: Stored<EventOf<"process.started">>, known: Proc | undefined): Proc {
+function startedProc(e: Stored<EventOf<"process.started">>, earlier: Proc | undefined): Proc {
+  const known = earlier?.exited ? undefined : earlier;
   return {
     owner: e.owner,
     startedAt: e.at,
@@ -57,8 +60,15 @@ export function processStarted(state: State, e: Stored<EventOf<"process.started"
   state.processes.set(e.process, startedProc(e, known));
 }
 
-/** The current owner of a process the fold knows (its record, or the owner remembered after it settled); null when unknown. */
-function ownerOf(state: State, process: string): string | undefined | null {
+/**
+ * The owner of a process, the one answer every rule asks (R11–R14, R33, R35, notices, the
+ * ledger, and through `FoldQuery.ownerOf` every edge): the `to` of the last handoff that
+ * took effect, else the exit's `owner` once it exited naming one, else its start's
+ * `owner`. A record keeps that answer in `owner` as its events come, and a settled
+ * process's is remembered (bounded). Undefined: unaddressed; null: the fold does not know
+ * the process.
+ */
+export function processOwner(state: State, process: string): string | undefined | null {
   const proc = state.processes.get(process);
   if (proc !== undefined) return proc.owner;
   return isReleased(state, process) ? releasedOwner(state, process) : null;
@@ -71,7 +81,7 @@ function ownerOf(state: State, process: string): string | undefined | null {
  * from here on. Anything else is ignored: no session can silence another's process.
  */
 function supersede(state: State, e: Stored<EventOf<"process.started">>, old: string, out: Decisions): boolean {
-  const owner = ownerOf(state, old);
+  const owner = processOwner(state, old);
   const why =
     owner === null
       ? "the replaced process is not known"
@@ -148,16 +158,8 @@ function takeItemsOf(state: State, process: string, owner: string | undefined, w
  * says, and its items that wait unadmitted move to `to`, parking if `to` is not live.
  */
 export function processHandedOff(state: State, e: Stored<EventOf<"process.handed-off">>, out: Decisions): void {
-  const owner = ownerOf(state, e.process);
-  const from = state.sessions.get(state.aliases.get(e.from) ?? e.from);
-  const why =
-    from === undefined || !isLive(from)
-      ? `${e.from} is not a live session`
-      : owner === null
-        ? "the process is not known"
-        : owner === undefined || lineageTip(state, owner) !== from
-          ? `${e.from} does not own the process`
-          : undefined;
+  const owner = processOwner(state, e.process);
+  const why = handOffRefusal(state, e.process, e.from);
   if (why !== undefined) {
     out.note?.({ seq: e.seq, member: e.process, itemSeq: undefined, fate: { what: "handoff-refused", from: e.from, to: e.to, owner: owner ?? null, why } });
     return;
@@ -182,6 +184,20 @@ export function processHandedOff(state: State, e: Stored<EventOf<"process.handed
   }
 }
 
+/**
+ * R35: why `from` may not hand `process` over now, or undefined when it may: `from` (or
+ * the session an extra key of it names) is live and the process's owner (`processOwner`)
+ * leads to it. The fold's reducer and every edge that answers for a handoff ask this.
+ */
+export function handOffRefusal(state: State, process: string, from: string): string | undefined {
+  const owner = processOwner(state, process);
+  const session = state.sessions.get(state.aliases.get(from) ?? from);
+  if (session === undefined || !isLive(session)) return `${from} is not a live session`;
+  if (owner === null) return "the process is not known";
+  if (owner === undefined || lineageTip(state, owner) !== session) return `${from} does not own the process`;
+  return undefined;
+}
+
 /** R33: whether an event of `process` comes from a run that was taken over (it then makes no item). */
 function supersededRun(state: State, process: string): { readonly by: string; readonly at: number } | undefined {
   if (state.superseded.size === 0) return undefined;
@@ -201,8 +217,10 @@ export function processExited(state: State, e: Stored<EventOf<"process.exited">>
   if (known?.exited) return;
   const proc = known ?? newProc();
   proc.exited = true;
-  // R35: a process handed over belongs to its new owner, whatever the exit says.
-  const owner = proc.handedOff ? proc.owner : (e.owner ?? proc.owner);
+  // R35: a process handed over belongs to its new owner, whatever the exit says; else the
+  // exit's owner, when it names one, is the owner from now on (R33, R35 and notices too).
+  if (!proc.handedOff && e.owner !== undefined) proc.owner = e.owner;
+  const owner = proc.owner;
   if (!proc.notify && !proc.watchDisabled) {
     forgetProcess(state, e.process, owner);
     return;

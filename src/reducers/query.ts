@@ -7,9 +7,9 @@
  */
 import { nextTokenAt } from "./budget.js";
 import { stillSendable } from "./drain.js";
-import { releasedOwner } from "./items.js";
 import type { GatewayOptions, Item } from "./model.js";
 import { isLive, lineageTip } from "./ownership.js";
+import { handOffRefusal, processOwner } from "./processes.js";
 import type { State } from "./state.js";
 
 /** Where an item that was never settled is waiting. */
@@ -26,6 +26,13 @@ export type Waiting =
   | { readonly where: "inbox"; readonly session: string; readonly consumer: string }
   | { readonly where: "unaddressed" }
   | { readonly where: "parked"; readonly owner: string; readonly since: number; readonly until: number };
+
+/** Where a key stands: only a live key's acts take effect. */
+export type Standing =
+  | { readonly live: true }
+  | { readonly live: false; readonly why: "retired"; readonly continuedBy: string }
+  | { readonly live: false; readonly why: "closed"; readonly reason: "user" | "idle" | "timeout" }
+  | { readonly live: false; readonly why: "unknown" };
 
 /** An item the fold still holds, and where it waits. */
 export interface WaitingItem {
@@ -89,7 +96,53 @@ export class FoldQuery {
    */
   ownerOf(subject: string): string | undefined {
     const state = this.#state;
-    return state.processes.get(subject)?.owner ?? state.delegations.get(subject)?.owner ?? releasedOwner(state, subject);
+    const owner = processOwner(state, subject);
+    return owner === null ? state.delegations.get(subject)?.owner : owner;
+  }
+
+  /** Whether the fold knows a process (running, or settled recently enough that its owner is remembered). */
+  knowsProcess(process: string): boolean {
+    return processOwner(this.#state, process) !== null;
+  }
+
+  /** R35: why a handoff of `process` by `from` would be ignored now, or undefined when it would take effect. */
+  handOffRefusal(process: string, from: string): string | undefined {
+    return handOffRefusal(this.#state, process, from);
+  }
+
+  /**
+   * Whether an act in a key's name (a drain, a turn, input, a close, a compression) would
+   * take effect: `live` for an open session that is neither closed nor retired; else what
+   * it is, with the live key that continues a retired one, when there is one.
+   */
+  standing(key: string): Standing {
+    const session = this.#state.sessions.get(key);
+    if (session === undefined) return { live: false, why: "unknown" };
+    if (session.successor !== undefined) return { live: false, why: "retired", continuedBy: this.liveTip(key) ?? this.tip(key)! };
+    if (session.closed !== undefined) return { live: false, why: "closed", reason: session.closed };
+    return session.open ? { live: true } : { live: false, why: "unknown" };
+  }
+
+  /** A key and every key that continues it, in order: the key, its successor, and so on (bounded, in case of a malformed cycle). */
+  lineageFrom(key: string): string[] {
+    const keys = [key];
+    for (let next = this.successorOf(key); next !== undefined && keys.length < 10_000; next = this.successorOf(next)) keys.push(next);
+    return keys;
+  }
+
+  /** The session a key answers for, if any: the session an extra key was given to, or the key itself when it names a session. */
+  keyHolder(key: string): string | undefined {
+    const state = this.#state;
+    return state.aliases.get(key) ?? (state.sessions.has(key) ? key : undefined);
+  }
+
+  /** Every key the fold knows a session by, with where it stands (for listings). */
+  *sessions(): Generator<{ readonly key: string; readonly surface: string; readonly standing: Standing; readonly predecessor: string | undefined }> {
+    const predecessors = new Map<string, string>();
+    for (const session of this.#state.sessions.values()) if (session.successor !== undefined && !predecessors.has(session.successor)) predecessors.set(session.successor, session.key);
+    for (const session of this.#state.sessions.values()) {
+      yield { key: session.key, surface: session.surface, standing: this.standing(session.key), predecessor: predecessors.get(session.key) };
+    }
   }
 
   /** How many items wait in sessions' queues and inboxes (not unaddressed or parked ones). */

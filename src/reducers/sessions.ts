@@ -2,7 +2,7 @@
 import type { EventOf, Stored } from "../events/schema.js";
 import type { Decisions } from "./decisions.js";
 import { insertInOrder, release } from "./items.js";
-import { lineageTip, place, unpark } from "./ownership.js";
+import { isLive, lineageTip, place, unpark } from "./ownership.js";
 import type { Session, State } from "./state.js";
 
 function newSession(key: string, from?: Session): Session {
@@ -50,18 +50,16 @@ export function sessionOpened(state: State, e: Stored<EventOf<"session.opened">>
 
 export function sessionCompressed(state: State, e: Stored<EventOf<"session.compressed">>, out: Decisions): void {
   if (e.session === e.successor) return;
-  // A key already retired keeps its first lineage: a second successor cannot be proven.
-  if (state.sessions.get(e.session)?.successor !== undefined) return;
-  const retired = state.sessions.get(e.session) ?? newSession(e.session);
-  state.sessions.set(e.session, retired);
+  // Only a live key can be compressed: a retired key keeps its first successor, and a
+  // closed (or never opened) key is not a conversation that goes on.
+  const retired = state.sessions.get(e.session);
+  if (retired === undefined || !isLive(retired)) return;
   const successor = state.sessions.get(e.successor) ?? newSession(e.successor, retired);
   state.sessions.set(e.successor, successor);
-  if (retired.open && retired.closed === undefined) {
-    // The successor continues the same conversation: same surface, same turn in progress.
-    successor.open = true;
-    successor.closed = undefined;
-    successor.busy = successor.busy || retired.busy;
-  }
+  // The successor continues the same conversation: same surface, same turn in progress.
+  successor.open = true;
+  successor.closed = undefined;
+  successor.busy = successor.busy || retired.busy;
   retired.successor = e.successor;
   // R14: nothing is stranded on the retired key.
   for (const item of retired.queue) {

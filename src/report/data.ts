@@ -11,6 +11,7 @@
  */
 import type { EventType, Stored } from "../events/schema.js";
 import type { Fate, Note } from "../reducers/decisions.js";
+import type { FoldQuery } from "../reducers/query.js";
 import type { Waiting } from "../projections/explain.js";
 import { Projection, type ProjectionOptions, type Turn, type TurnFields } from "../projections/project.js";
 import { WaitTracker, type PassedBy, type Watch } from "../projections/stories.js";
@@ -269,13 +270,24 @@ export class ReportBuilder {
     }
     if (event.type === "drain") this.#waits.drained(event.session, event.seq);
     this.#handoffRefused = false;
+    const compressed = event.type === "session.compressed" && this.#projection.query.successorOf(event.session) === undefined;
     for (const output of this.#projection.push(event)) if (output.type === "turn") this.#addTurn(output);
+    if (compressed && this.#projection.query.successorOf(event.session) === event.successor) {
+      // Lineage as the fold has it: a compression it ignored links nothing.
+      this.#lanes[this.#laneFor(event.session)]!.continuedBy = event.successor;
+      this.#lanes[this.#laneFor(event.successor)]!.continues ??= event.session;
+    }
     if (event.type === "process.handed-off") {
       const fromLane = this.#laneFor(this.#keyOf(event.from));
       const toLane = this.#laneFor(this.#keyOf(event.to));
       this.#handoffs.push({ seq: event.seq, at: this.#now, process: event.process, fromLane, toLane, refused: this.#handoffRefused });
     }
     if (this.#events.seq.length >= marksPerPart || this.#turns.length + this.#suppressed.length >= rowsPerPart) this.#flush();
+  }
+
+  /** The fold's answers at the point reached (where a key stands, who owns what). */
+  get query(): FoldQuery {
+    return this.#projection.query;
   }
 
   /** The session key of a lane (a turn or an item row names its lane by index); "(no session)" for unaddressed items. */
@@ -418,9 +430,7 @@ export class ReportBuilder {
     }
     if (event.type === "session.compressed") {
       const from = this.#laneFor(event.session);
-      const to = this.#laneFor(event.successor, this.#lanes[from]!.surface);
-      this.#lanes[from]!.continuedBy ??= event.successor;
-      this.#lanes[to]!.continues ??= event.session;
+      this.#laneFor(event.successor, this.#lanes[from]!.surface);
       return from;
     }
     if (e.session !== undefined) return this.#laneFor(e.session);

@@ -7,6 +7,7 @@
  */
 import type { Stored } from "../events/schema.js";
 import type { ProjectionOptions } from "../projections/project.js";
+import type { FoldQuery } from "../reducers/query.js";
 import { ReportBuilder, isSettledWhy, type ReportPart, type SuppressedWhy } from "./data.js";
 
 /** One item and its fate. */
@@ -34,8 +35,10 @@ export interface SessionRow {
   readonly continues: string | undefined;
   /** The key that continues it. */
   readonly continuedBy: string | undefined;
-  /** Opened and not closed since (a retired key continued by another is not open). */
+  /** Live, as the fold has it: opened, not closed since, not retired. */
   readonly open: boolean;
+  /** Where the fold says the key stands: `open`, `closed`, `retired` (another key continues it) or `not open` (named, never opened). */
+  readonly state: "open" | "closed" | "retired" | "not open";
   readonly delivered: number;
   readonly suppressed: number;
   readonly waiting: number;
@@ -54,7 +57,6 @@ export class Inventory {
   readonly #builder: ReportBuilder;
   readonly #onItem: (row: ItemRow) => void;
   readonly #counts = new Map<string, { delivered: number; suppressed: number; waiting: number }>();
-  readonly #open = new Map<string, boolean>();
   #sessions: SessionRow[] | undefined;
 
   constructor(onItem: (row: ItemRow) => void = () => undefined, options: Omit<ProjectionOptions, "trace"> = {}) {
@@ -63,13 +65,12 @@ export class Inventory {
   }
 
   push(event: Stored): void {
-    if (event.type === "session.opened") this.#open.set(event.session, true);
-    else if (event.type === "session.closed") this.#open.set(event.session, false);
-    else if (event.type === "session.compressed") {
-      this.#open.set(event.session, false);
-      if (!this.#open.has(event.successor)) this.#open.set(event.successor, true);
-    }
     this.#builder.push(event);
+  }
+
+  /** The fold's answers at the point reached. */
+  get query(): FoldQuery {
+    return this.#builder.query;
   }
 
   /** End of the history: the rows of the items still waiting go to `onItem`; returns the sessions, in order of appearance. */
@@ -86,17 +87,17 @@ export class Inventory {
 
   #part(part: ReportPart): void {
     if (part.type === "end") {
+      const query = this.#builder.query;
+      // Only what the fold holds: a key it made no session of (the target of an ignored
+      // compression or a refused handoff) is listed only when items are counted for it.
       this.#sessions = part.laneOrder
         .map((lane) => part.lanes[lane]!)
-        .filter((lane) => lane.key !== "(no session)" || this.#counts.has(lane.key))
-        .map((lane) => ({
-          session: lane.key,
-          surface: lane.surface,
-          continues: lane.continues,
-          continuedBy: lane.continuedBy,
-          open: this.#open.get(lane.key) ?? false,
-          ...this.#count(lane.key),
-        }));
+        .filter((lane) => this.#counts.has(lane.key) || (lane.key !== "(no session)" && query.keyHolder(lane.key) === lane.key))
+        .map((lane) => {
+          const standing = query.standing(lane.key);
+          const state = standing.live ? "open" : standing.why === "unknown" ? "not open" : standing.why;
+          return { session: lane.key, surface: lane.surface, continues: lane.continues, continuedBy: lane.continuedBy, open: standing.live, state, ...this.#count(lane.key) };
+        });
       return;
     }
     for (const turn of part.turns) {

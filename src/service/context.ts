@@ -6,7 +6,9 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { EventStore } from "../events/store.js";
 import type { TurnfoldEvent } from "../events/schema.js";
-import { bearer, sameSecret, type Access, type SessionDirectory } from "./auth.js";
+import type { FoldQuery } from "../reducers/query.js";
+import { bearer, sameSecret, type SessionDirectory } from "./auth.js";
+import type { Authority } from "./authority.js";
 import type { LogFollower } from "./follow.js";
 import { HttpError, noSuchSession } from "./http.js";
 import type { ServiceMetrics } from "./metrics.js";
@@ -42,17 +44,37 @@ export interface ServiceOptions {
 /** A request whose path names a session. */
 export type SessionRequest = FastifyRequest<{ Params: { key: string } }>;
 
+/**
+ * Who may call a route, checked for every request in one `onRequest` hook before the
+ * route runs (`routeConfig`): the producers' token, a session token that reaches the
+ * path's session, or nobody at all (`public`). A route that says nothing is closed.
+ */
+export type RouteAccess = "producer" | "session" | "public";
+
+/** A route's config, read by the authentication hook. */
+export function routeConfig(access: RouteAccess): { config: { access: RouteAccess } } {
+  return { config: { access } };
+}
+
 /** The parts every route is given. */
 export interface ServiceContext {
   readonly app: FastifyInstance;
   readonly options: ServiceOptions;
   readonly log: EventStore;
   readonly directory: SessionDirectory;
+  /** The fold, asked: ownership, lineage, liveness, and the one filter of what a caller sees. */
+  readonly authority: Authority;
   readonly follower: LogFollower;
   readonly streams: StreamRegistry;
   readonly metrics: ServiceMetrics;
-  /** Appends events, counts them, and lets this server's own grants count at once (before its tail sees them). */
+  /** Appends events, counts them, and resolves once the service's fold has applied them. */
   append(events: TurnfoldEvent[]): Promise<readonly number[]>;
+  /**
+   * Appends `events` only if `judge` finds nothing against them in the fold caught up with
+   * the log's end, and only if the log still ends there (a conditional append), so the
+   * answer given is the one the fold gives when it folds them. `judge` throws the refusal.
+   */
+  act(judge: (query: FoldQuery) => void, events: () => TurnfoldEvent[]): Promise<readonly number[]>;
 }
 
 /** 401 without a well-formed token, 403 for a token that is not the producers'. */
@@ -62,17 +84,25 @@ export function requireProducer(context: ServiceContext, request: FastifyRequest
   if (!sameSecret(token, context.options.producerToken)) throw new HttpError(403, { error: "this token may not produce events" });
 }
 
-/** The session token's key, checked: 401 without a well-formed token, 404 for a session it does not reach. */
-export function requireSession(context: ServiceContext, request: SessionRequest, access: Access = "act"): string {
+/** 401 without a well-formed token, 404 for a session it does not reach (the same answer as for a session that does not exist). */
+export function requireSession(context: ServiceContext, request: SessionRequest): string {
   const token = bearer(request.headers.authorization);
   if (token === undefined) throw new HttpError(401, { error: "a session token is required (Authorization: Bearer …)" });
   const key = request.params.key;
-  const directory = context.directory;
-  if (!directory.allows(token, key, access)) {
-    // A closed session's own token still reads; to act it gets a plain answer, which
-    // tells nothing a token holder does not know already.
-    if (access === "act" && directory.allows(token, key, "read")) throw new HttpError(409, { error: "this session is closed: its token may read its turns and explain its items, nothing more" });
-    throw new HttpError(404, noSuchSession);
-  }
+  if (typeof key !== "string" || !context.directory.allows(token, key)) throw new HttpError(404, noSuchSession);
   return key;
+}
+
+/**
+ * The refusal of an act in `key`'s name when the fold would ignore it: 409 for a retired
+ * key (with the key that continues it), for a closed one, and for a key that is not open.
+ */
+export function requireLive(query: FoldQuery, key: string): void {
+  const standing = query.standing(key);
+  if (standing.live) return;
+  if (standing.why === "retired") {
+    throw new HttpError(409, { error: `this session was compressed: ${standing.continuedBy} continues it; act there (this token reaches it)`, continuedBy: standing.continuedBy });
+  }
+  if (standing.why === "closed") throw new HttpError(409, { error: "this session is closed: its token may read its turns and explain its items, nothing more" });
+  throw new HttpError(409, { error: "this session is not open: nothing done in its name would take effect" });
 }

@@ -10,11 +10,13 @@
  * `metrics.ts`, and the routes per resource in `routes/`.
  */
 import type { FastifyInstance } from "fastify";
-import type { Stored, TurnfoldEvent } from "../events/schema.js";
+import type { TurnfoldEvent } from "../events/schema.js";
+import type { FoldQuery } from "../reducers/query.js";
 import { SessionDirectory } from "./auth.js";
-import type { ServiceContext, ServiceOptions } from "./context.js";
+import { Authority } from "./authority.js";
+import { requireProducer, requireSession, type RouteAccess, type ServiceContext, type ServiceOptions, type SessionRequest } from "./context.js";
 import { LogFollower } from "./follow.js";
-import { createApp } from "./http.js";
+import { createApp, HttpError } from "./http.js";
 import { ServiceMetrics } from "./metrics.js";
 import { eventRoutes } from "./routes/events.js";
 import { explainRoutes } from "./routes/explain.js";
@@ -35,27 +37,44 @@ export interface Service {
   close(): Promise<void>;
 }
 
+/** Conditional appends an act may lose to other writers in a row before it answers 503. */
+const actAttempts = 50;
+
 /** Builds the service: catches up with the log, then follows it. */
 export async function createService(options: ServiceOptions): Promise<Service> {
   const { log } = options;
-  const directory = new SessionDirectory();
+  const authority = new Authority();
+  const directory = new SessionDirectory(authority.query);
   const metrics = new ServiceMetrics();
   const streams = new StreamRegistry((open) => metrics.openStreams.set(open));
-  // Every grant and lineage already in the log first; then each new record goes to the
+  // Every grant and the whole fold of the log first; then each new record goes to the
   // streams of its session and of every key that session continues.
   const follower = await LogFollower.start(log, (event) => {
+    authority.apply(event);
     directory.apply(event);
-    if (event.type === "notification.dispatched") streams.publish(event, directory.ancestorsOf(event.session));
+    if (event.type === "notification.dispatched") streams.publish(event, authority.audienceOf(event.session));
   });
-  const append = async (events: TurnfoldEvent[]): Promise<readonly number[]> => {
-    const seqs = await log.append(events);
+  const appended = async (events: readonly TurnfoldEvent[], seqs: readonly number[]) => {
     metrics.eventsAppended.inc(events.length);
-    // This server's own grants count at once, before its tail sees them.
-    events.forEach((event, i) => directory.apply({ ...event, seq: seqs[i]! } as Stored));
+    // What this server appended counts for its next request: its fold has applied it.
+    await follower.appliedUpTo(seqs[seqs.length - 1] ?? 0);
     return seqs;
   };
+  const append = async (events: TurnfoldEvent[]) => appended(events, await log.append(events));
+  const act = async (judge: (query: FoldQuery) => void, build: () => TurnfoldEvent[]) => {
+    for (let attempt = 0; attempt < actAttempts; attempt++) {
+      const end = await log.lastSeq();
+      await follower.appliedUpTo(end);
+      judge(authority.query);
+      const events = build();
+      const result = await log.appendAfter(end, events);
+      if (result.ok) return appended(events, result.seqs);
+    }
+    throw new HttpError(503, { error: "the log changed under this request too many times in a row; nothing was appended, send it again" });
+  };
   const app = createApp(options);
-  const context: ServiceContext = { app, options, log, directory, follower, streams, metrics, append };
+  const context: ServiceContext = { app, options, log, directory, authority, follower, streams, metrics, append, act };
+  authenticate(context);
   eventRoutes(context);
   sessionRoutes(context);
   turnRoutes(context);
@@ -73,4 +92,19 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       await app.close();
     },
   };
+}
+
+/**
+ * One gate for every route, before it runs: closed unless the route says who may call it
+ * (`routeConfig`). A path that matches no route passes on to the 404.
+ */
+function authenticate(context: ServiceContext): void {
+  context.app.addHook("onRequest", async (request) => {
+    if (request.routeOptions.url === undefined) return;
+    const access = (request.routeOptions.config as { access?: RouteAccess } | undefined)?.access;
+    if (access === "public") return;
+    if (access === "producer") return requireProducer(context, request);
+    if (access === "session") return void requireSession(context, request as SessionRequest);
+    throw new HttpError(403, { error: "this route is closed" });
+  });
 }

@@ -10,7 +10,7 @@ import type { TurnfoldEvent } from "../events/schema.js";
 import { LineSplitter, OutputBuffer, stripAnsi } from "./output.js";
 import { createRedactor, type Redactor } from "../events/redact.js";
 import { WatchLimiter, type WatchEffect, type WatchPolicy } from "./watch.js";
-import { currentProcess, processStart, type ProcessIdentity } from "../ledger/process-identity.js";
+import { childMark, childMarkVariable, currentProcess, processStart, thisHost, type ProcessIdentity } from "../ledger/process-identity.js";
 import { backoffMs, isTransientStoreError } from "../events/transient.js";
 
 /** What to run, for whom, and what to watch. */
@@ -206,7 +206,7 @@ export class Supervisor {
       // Its own process group, so a kill reaches what the shell started too.
       child = spawn("sh", ["-c", options.command], {
         cwd: options.cwd,
-        env: options.env ?? process.env,
+        env: this.#identity === undefined ? (options.env ?? process.env) : { ...(options.env ?? process.env), [childMarkVariable]: childMark(this.#identity, options.owner, id) },
         stdio: ["ignore", "pipe", "pipe"],
         detached: true,
       });
@@ -455,7 +455,10 @@ export class Supervisor {
 /** The `process.started` fields that name the supervisor and the child (see `SupervisorOptions.identify`). */
 function identityFields(supervisor: ProcessIdentity, childPid: number | undefined) {
   const childStart = childPid === undefined ? undefined : processStart(childPid);
+  const { host, bootId } = thisHost();
   return {
+    host,
+    ...(bootId !== undefined ? { bootId } : {}),
     supervisorPid: supervisor.pid,
     supervisorStart: supervisor.start,
     ...(childPid !== undefined ? { pid: childPid } : {}),

@@ -1,12 +1,12 @@
 /** `GET /healthz` and `GET /metrics`: what a process manager, a load balancer and Prometheus ask. */
-import type { ServiceContext } from "../context.js";
+import { routeConfig, type ServiceContext } from "../context.js";
 
 /** Registers the health and metrics routes. */
 export function healthRoutes(context: ServiceContext): void {
   const { app, log, options, follower, metrics } = context;
   // 200 only when the log answers and the live runner is not waiting for it: a process
   // manager or a load balancer must never see a healthy service that cannot decide turns.
-  app.get("/healthz", async (_request, reply) => {
+  app.get("/healthz", routeConfig("public"), async (_request, reply) => {
     let lastSeq: number;
     try {
       lastSeq = await log.lastSeq();
@@ -17,5 +17,5 @@ export function healthRoutes(context: ServiceContext): void {
     if (reason !== undefined) return reply.code(503).send({ ok: false, error: reason, lastSeq, followed: follower.applied });
     return { ok: true, lastSeq, followed: follower.applied };
   });
-  app.get("/metrics", async (_request, reply) => reply.type(metrics.contentType).send(await metrics.text()));
+  app.get("/metrics", routeConfig("public"), async (_request, reply) => reply.type(metrics.contentType).send(await metrics.text()));
 }

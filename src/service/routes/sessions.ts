@@ -5,7 +5,8 @@
 import { z } from "zod";
 import { Budget, DrainConsumer, Route, Surface, type TurnfoldEvent } from "../../events/schema.js";
 import { newToken, tokenHash } from "../auth.js";
-import { requireProducer, requireSession, type ServiceContext } from "../context.js";
+import type { FoldQuery } from "../../reducers/query.js";
+import { requireLive, requireSession, routeConfig, type ServiceContext } from "../context.js";
 import { HttpError, parseBody } from "../http.js";
 
 const sessionBody = z.looseObject({
@@ -33,8 +34,7 @@ export function sessionRoutes(context: ServiceContext): void {
 
 /** `POST /v1/sessions`: opens a session and issues its token (only its hash is stored). */
 function openRoute(context: ServiceContext): void {
-  context.app.post("/v1/sessions", async (request, reply) => {
-    requireProducer(context, request);
+  context.app.post("/v1/sessions", routeConfig("producer"), async (request, reply) => {
     const body = parseBody(sessionBody, request.body);
     const token = newToken("session");
     const { session, surface, keys, route, budget, keepTokens, staleAfterMs } = body;
@@ -50,18 +50,31 @@ function openRoute(context: ServiceContext): void {
       ...(keepTokens ? { keepTokens } : {}),
       ...(staleAfterMs !== undefined ? { staleAfterMs } : {}),
     };
-    const [seq] = await context.append([opened]);
+    const [seq] = await context.act((query) => openable(query, session, keys ?? []), () => [opened]);
     return reply.code(201).send({ session, token, seq });
   });
+}
+
+/** 409 when the fold would not make `session` a live session answering to `keys`. */
+function openable(query: FoldQuery, session: string, keys: readonly string[]): void {
+  const standing = query.standing(session);
+  // A retired key is never revived: its live tip continues it (SPEC's settled details).
+  if (!standing.live && standing.why === "retired") requireLive(query, session);
+  for (const key of [session, ...keys]) {
+    const holder = query.keyHolder(key);
+    if (holder !== undefined && holder !== session) {
+      throw new HttpError(409, { error: `the key ${JSON.stringify(key)} already answers for another session; choose another`, field: key === session ? "session" : "keys" });
+    }
+  }
 }
 
 /** The acts on a session that append one event each: drain, input taken, turn started and ended, close. */
 function actRoutes(context: ServiceContext): void {
   const act = (path: string, build: (key: string, body: unknown) => TurnfoldEvent) =>
-    context.app.post<{ Params: { key: string } }>(`/v1/sessions/:key/${path}`, async (request) => {
+    context.app.post<{ Params: { key: string } }>(`/v1/sessions/:key/${path}`, routeConfig("session"), async (request) => {
       const key = requireSession(context, request);
       const event = build(key, request.body);
-      const [seq] = await context.append([event]);
+      const [seq] = await context.act((query) => requireLive(query, key), () => [{ ...event, at: Date.now() }]);
       const warning = event.type === "drain" ? context.directory.drainMismatch(key, event.consumer) : undefined;
       return warning === undefined ? { seq } : { seq, warning };
     });
@@ -73,23 +86,28 @@ function actRoutes(context: ServiceContext): void {
 }
 
 /**
- * R35: a session gives one of its processes to another. Another session's process (or
- * one nobody knows) gets the same 404; the fold decides whether the handoff holds.
+ * R35: a session gives one of its processes to another. The fold's own test decides
+ * (`handOffRefusal`): the session must be live and own the process, through its own key,
+ * an extra key or a compressed predecessor. Another session's process and one nobody
+ * knows get the same 404.
  */
 function handOffRoute(context: ServiceContext): void {
-  context.app.post<{ Params: { key: string; id: string } }>("/v1/sessions/:key/processes/:id/hand-off", async (request) => {
+  context.app.post<{ Params: { key: string; id: string } }>("/v1/sessions/:key/processes/:id/hand-off", routeConfig("session"), async (request) => {
     const key = requireSession(context, request);
+    const process = request.params.id;
     const { to, note } = parseBody(handOffBody, request.body);
-    const owner = context.directory.ownerOf(request.params.id);
-    if (owner === undefined || !context.directory.lineageFrom(owner).includes(key)) throw new HttpError(404, { error: "no such process in this session" });
-    const [seq] = await context.append([{ type: "process.handed-off", at: Date.now(), process: request.params.id, from: key, to, ...(note === undefined ? {} : { note }) }]);
+    const judge = (query: FoldQuery) => {
+      requireLive(query, key);
+      if (query.handOffRefusal(process, key) !== undefined) throw new HttpError(404, { error: "no such process in this session" });
+    };
+    const [seq] = await context.act(judge, () => [{ type: "process.handed-off", at: Date.now(), process, from: key, to, ...(note === undefined ? {} : { note }) }]);
     return { seq };
   });
 }
 
 /** `POST /v1/sessions/:key/compress`: the session continues under a new key, with a token of its own. */
 function compressRoute(context: ServiceContext): void {
-  context.app.post<{ Params: { key: string } }>("/v1/sessions/:key/compress", async (request, reply) => {
+  context.app.post<{ Params: { key: string } }>("/v1/sessions/:key/compress", routeConfig("session"), async (request, reply) => {
     const key = requireSession(context, request);
     const { successor } = parseBody(compressBody, request.body);
     // A successor is a new key under this one ("<key>:<anything>"): taking over an
@@ -98,9 +116,13 @@ function compressRoute(context: ServiceContext): void {
     if (!successor.startsWith(`${key}:`) || successor.length === key.length + 1) {
       throw new HttpError(400, { error: `a successor key must begin with "${key}:" (say "${key}:2")` });
     }
-    if (context.directory.knows(successor)) throw new HttpError(409, { error: "this successor key is already in use; choose another" });
     const token = newToken("session");
-    const [seq] = await context.append([{ type: "session.compressed", at: Date.now(), session: key, successor, successorTokenHash: tokenHash(token) }]);
+    const judge = (query: FoldQuery) => {
+      // Only a live key is compressed; a retired one keeps its first successor.
+      requireLive(query, key);
+      if (context.directory.knows(successor) || query.keyHolder(successor) !== undefined) throw new HttpError(409, { error: "this successor key is already in use; choose another" });
+    };
+    const [seq] = await context.act(judge, () => [{ type: "session.compressed", at: Date.now(), session: key, successor, successorTokenHash: tokenHash(token) }]);
     return reply.code(201).send({ session: successor, token, seq });
   });
 }

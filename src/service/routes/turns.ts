@@ -3,15 +3,15 @@
  * Events, resumable with `Last-Event-ID`: caught up from the log, then live, none twice.
  */
 import { readPages } from "../../events/log.js";
-import { requireSession, type ServiceContext } from "../context.js";
+import { requireSession, routeConfig, type ServiceContext } from "../context.js";
 import { HttpError } from "../http.js";
 import { sendPaced, type Stream } from "../streams.js";
 
 /** Registers the turn stream route. */
 export function turnRoutes(context: ServiceContext): void {
-  const { app, log, options, streams, follower, directory } = context;
-  app.get<{ Params: { key: string } }>("/v1/sessions/:key/turns", async (request, reply) => {
-    const key = requireSession(context, request, "read");
+  const { app, log, options, streams, follower, authority } = context;
+  app.get<{ Params: { key: string } }>("/v1/sessions/:key/turns", routeConfig("session"), async (request, reply) => {
+    const key = requireSession(context, request);
     const resume = request.headers["last-event-id"];
     const from = resume === undefined ? 0 : Number(resume);
     if (!Number.isInteger(from) || from < 0) throw new HttpError(400, { error: "Last-Event-ID must be a whole number (the id of the last turn received)" });
@@ -28,12 +28,12 @@ export function turnRoutes(context: ServiceContext): void {
     // came meanwhile follow, none twice (each goes only past the last seq sent).
     const upTo = await log.lastSeq();
     await follower.appliedUpTo(upTo);
-    const lineage = new Set(directory.lineageFrom(key));
     catchUp: for await (const page of readPages((o) => log.readPage(o), { from: from + 1, type: "notification.dispatched" })) {
       for (const record of page) {
         if (raw.destroyed) return;
         if (record.seq > upTo) break catchUp;
-        if (lineage.has((record as { session: string }).session)) await sendPaced(stream, record);
+        // The one filter every read goes through: turns of this session's conversation.
+        if (authority.sees(key, (record as { session: string }).session)) await sendPaced(stream, record);
       }
     }
     // Live records that came meanwhile, paced too; later ones go straight out.
