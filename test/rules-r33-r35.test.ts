@@ -212,3 +212,53 @@ describe("pinned by the properties", () => {
     expect(fates(h, "p3")).toEqual(["parked", "dropped"]);
   });
 });
+
+describe("one owner of a process: after its exit, the owner of its completion (issue 37)", () => {
+  it("R35: a session that only started a process cannot hand itself a completion addressed to another", () => {
+    // p9 started by B, exited for X while X is closed: the completion parks for X.
+    const h = new History().open("B").open("X").close("X", "idle").start("p9", "B").exit("p9", 0, { owner: "X" }).handOff("p9", "B", "B").drain("B").open("X").drain("X");
+    expect(brief(h)).toEqual(["X:completions:p9"]);
+    expect(explain(h.events, "p9").items.flatMap((s) => s.fates).find((f) => f.what === "handoff-refused")).toMatchObject({ from: "B", owner: "X" });
+  });
+
+  it("R35: the completion's owner may hand it on after the exit", () => {
+    const h = new History().open("B").open("X").open("Y").start("p9", "B").exit("p9", 0, { owner: "X" }).handOff("p9", "X", "Y").drain("B").drain("X").drain("Y");
+    expect(brief(h)).toEqual(["Y:completions:p9"]);
+  });
+
+  it("R33: a takeover is judged against the completion's owner, not the start's", () => {
+    // B started old, X owns its completion: B cannot silence it; X can.
+    const byStarter = new History().open("B").open("X").start("old", "B").exit("old", 0, { owner: "X" }).start("new", "B", { replaces: "old" }).drain("X");
+    expect(brief(byStarter)).toEqual(["X:completions:old"]);
+    const byOwner = new History().open("B").open("X").start("old", "B").exit("old", 0, { owner: "X" }).start("new", "X", { replaces: "old" }).drain("X");
+    expect(brief(byOwner)).toEqual([]);
+  });
+
+  it("a notice after the exit goes to the completion's owner", () => {
+    const h = new History().open("B").open("X").start("p", "B").exit("p", 0, { owner: "X" }).drain("X").heartbeat("p").drain("B").drain("X");
+    expect(brief(h)).toEqual(["X:completions:p", "X:heartbeat:p"]);
+  });
+});
+
+describe("no item without a fate (issue 37, point 7)", () => {
+  it("a run of an id started again after its exit, whose takeover was refused, makes an item of its own", () => {
+    const h = new History().open("s0").start("p1", "s0").exit("p1").start("p1", undefined, { replaces: "p1" }).exit("p1").drain("s0");
+    const turns = turnsOf(h);
+    expect(turns.map((t) => t.members)).toEqual([["p1", "p1"]]);
+    const stories = explain(h.events, "p1").items.filter((s) => s.itemSeq !== undefined);
+    expect(stories).toHaveLength(2);
+    for (const story of stories) expect(story.fates.at(-1)?.what).toBe("dispatched");
+  });
+
+  it("a session closed by the user is not compressed: when its key opens again, its drains take what is ready", () => {
+    const h = new History().open("s0").close("s0", "user").compress("s0", "s0:2").open("s0").completions(undefined, ["free"]).drain("s0");
+    expect(brief(h)).toEqual(["s0:completions:free"]);
+  });
+
+  it("a key that is not live is not compressed: closed, retired (a second successor) or never opened", () => {
+    const closed = new History().open("a").close("a", "idle").compress("a", "a2").completions("a", ["p"]).open("a").drain("a").drain("a2");
+    expect(brief(closed)).toEqual(["a:completions:p"]);
+    const never = new History().open("b").compress("ghost", "b").completions("ghost", ["q"]).drain("b");
+    expect(brief(never)).toEqual([]);
+  });
+});

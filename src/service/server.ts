@@ -32,6 +32,8 @@ export interface Service {
   readonly app: FastifyInstance;
   /** `/metrics`: the server counts its appends and streams; whoever runs the pipeline beside it feeds it the pipeline's events (`observe`). */
   readonly metrics: ServiceMetrics;
+  /** Every route this service answers, and who may call it (`public`, `producer`, `session`; none: closed). */
+  readonly routes: readonly { readonly method: string; readonly url: string; readonly access: RouteAccess | undefined }[];
   /** Starts listening; resolves to the address (`http://host:port`). */
   listen(host: string, port: number): Promise<string>;
   close(): Promise<void>;
@@ -74,6 +76,10 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   };
   const app = createApp(options);
   const context: ServiceContext = { app, options, log, directory, authority, follower, streams, metrics, append, act };
+  const routes: { method: string; url: string; access: RouteAccess | undefined }[] = [];
+  app.addHook("onRoute", (route) => {
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url, access: (route.config as { access?: RouteAccess } | undefined)?.access });
+  });
   authenticate(context);
   eventRoutes(context);
   sessionRoutes(context);
@@ -83,6 +89,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   return {
     app,
     metrics,
+    routes,
     async listen(host: string, port: number) {
       return app.listen({ host, port });
     },

@@ -1,0 +1,174 @@
+/**
+ * The edges and the fold agree (issue 37). Random acts go to a running `serve` (in-process,
+ * on loopback HTTP) over generated histories of three tenants: opens (with extra keys),
+ * compressions, closes, handoffs, drains, turns, input, exits whose owner differs from
+ * their start's, and explains. Afterwards the log is replayed, and every act the service
+ * answered 2xx is one the fold honoured at its place in the log, and every act it refused
+ * is one the fold would have ignored there. And no answer of any route carries a byte of
+ * another tenant's output: each exit's output holds a marker of its owner's tenant.
+ */
+import { test } from "@fast-check/vitest";
+import fc from "fast-check";
+import { expect } from "vitest";
+import type { Stored, TurnfoldEvent } from "../src/events/schema.js";
+import { openLog } from "../src/open.js";
+import type { Note } from "../src/reducers/decisions.js";
+import { Fold } from "../src/reducers/fold.js";
+import { createService } from "../src/service/server.js";
+import { call, producerToken } from "../test/support/serve.js";
+
+const tenants = ["t0", "t1", "t2"] as const;
+const keyPool = ["t0", "t1", "t2", "t0:2", "t1:2", "t0:2:3", "t0-tab", "t1-tab"];
+const tenantOf = (key: string) => key.slice(0, 2);
+const marker = (tenant: string) => `[[OUTPUT-OF-${tenant}]]`;
+
+type Act =
+  | { readonly k: "open"; readonly key: string; readonly tab: boolean }
+  | { readonly k: "exit"; readonly id: string; readonly starter: string | undefined; readonly owner: string }
+  | { readonly k: "start"; readonly id: string; readonly owner: string }
+  | { readonly k: "compress"; readonly key: string; readonly n: number }
+  | { readonly k: "close"; readonly key: string; readonly reason: "user" | "idle" }
+  | { readonly k: "handoff"; readonly id: string; readonly from: string; readonly to: string }
+  | { readonly k: "simple"; readonly key: string; readonly path: "drain" | "turn-started" | "turn-ended" | "input-taken" }
+  | { readonly k: "explain"; readonly key: string; readonly id: string };
+
+const key = fc.constantFrom(...keyPool);
+const sessionKey = fc.constantFrom(...keyPool.filter((k) => !k.endsWith("-tab")));
+const act: fc.Arbitrary<Act> = fc.oneof(
+  { arbitrary: fc.record({ k: fc.constant("open" as const), key: sessionKey, tab: fc.boolean() }), weight: 4 },
+  { arbitrary: fc.record({ k: fc.constant("exit" as const), id: fc.constantFrom("p0", "p1"), starter: fc.option(key, { nil: undefined }), owner: key }), weight: 4 },
+  { arbitrary: fc.record({ k: fc.constant("start" as const), id: fc.constantFrom("h0", "h1"), owner: key }), weight: 2 },
+  { arbitrary: fc.record({ k: fc.constant("compress" as const), key: sessionKey, n: fc.integer({ min: 2, max: 3 }) }), weight: 2 },
+  { arbitrary: fc.record({ k: fc.constant("close" as const), key: sessionKey, reason: fc.constantFrom("user" as const, "idle" as const) }), weight: 1 },
+  { arbitrary: fc.record({ k: fc.constant("handoff" as const), id: fc.constantFrom("h0", "h1"), from: sessionKey, to: key }), weight: 3 },
+  { arbitrary: fc.record({ k: fc.constant("simple" as const), key: sessionKey, path: fc.constantFrom("drain" as const, "turn-started" as const, "turn-ended" as const, "input-taken" as const) }), weight: 3 },
+  { arbitrary: fc.record({ k: fc.constant("explain" as const), key: sessionKey, id: fc.constantFrom("p0", "p1", "h0", "h1") }), weight: 3 },
+);
+
+/** An act the service answered: the event it would append, the log's end when it answered, and whether it took it. */
+interface Judged {
+  readonly event: TurnfoldEvent;
+  readonly end: number;
+  readonly taken: boolean;
+}
+
+/** Whether the fold, at `events`, honours `event`: the fold's own verdict, from its notes and what it holds after the step. */
+function honoured(events: readonly Stored[], event: TurnfoldEvent): boolean {
+  const fold = new Fold();
+  const quiet = { dispatch: () => undefined };
+  for (const e of events) fold.step(e, quiet);
+  const q = fold.query;
+  const seq = events.length + 1;
+  const stored = { ...event, seq } as Stored;
+  switch (stored.type) {
+    case "process.handed-off": {
+      const notes: Note[] = [];
+      fold.step(stored, { dispatch: () => undefined, note: (n) => notes.push(n) });
+      return !notes.some((n) => n.fate.what === "handoff-refused");
+    }
+    case "session.compressed":
+      fold.step(stored, quiet);
+      return q.successorOf(stored.session) === stored.successor;
+    case "session.opened":
+      fold.step(stored, quiet);
+      return q.standing(stored.session).live && (stored.keys ?? []).every((k) => q.keyHolder(k) === stored.session);
+    case "drain":
+    case "turn.started":
+    case "turn.ended":
+    case "input.taken":
+    case "session.closed":
+      return q.standing(stored.session).live;
+    default:
+      throw new Error(`not an act: ${stored.type}`);
+  }
+}
+
+test.prop([fc.array(act, { minLength: 4, maxLength: 28 })], { numRuns: 80 })(
+  "issue 37: serve answers an act 2xx exactly when the fold honours it, and no route shows one tenant another's output",
+  async (acts) => {
+    const log = await openLog("memory:");
+    const service = await createService({ log, producerToken });
+    const url = await service.listen("127.0.0.1", 0);
+    const tokens = new Map<string, string>();
+    const judged: Judged[] = [];
+    const leaks: string[] = [];
+    const look = (asker: string, text: string) => {
+      for (const other of tenants) if (other !== tenantOf(asker) && text.includes(marker(other))) leaks.push(`${asker} saw ${marker(other)}: ${text.slice(0, 300)}`);
+    };
+    const tokenFor = (k: string) => tokens.get(k) ?? tokens.get(tenantOf(k));
+    /** Sends an act judged by the fold; a token that does not reach the key is the gate's answer, not the fold's. */
+    const sendAct = async (asker: string, path: string, token: string | undefined, body: unknown, event: TurnfoldEvent) => {
+      if (token === undefined) return undefined;
+      const end = await log.lastSeq();
+      const answer = await call(url, "POST", path, token, body);
+      look(asker, answer.text);
+      if (answer.status === 404 && answer.body.error === "no such session") return answer;
+      expect(answer.status === 409 || answer.status === 404 || answer.status < 300, answer.text).toBe(true);
+      judged.push({ event, end, taken: answer.status < 300 });
+      return answer;
+    };
+    try {
+      for (const a of acts) {
+        const at = Date.now();
+        switch (a.k) {
+          case "open": {
+            const keys = a.tab ? [`${a.key.split(":")[0]}-tab`] : undefined;
+            const body = { session: a.key, surface: "tui", keepTokens: true, ...(keys ? { keys } : {}) };
+            const answer = await sendAct(a.key, "/v1/sessions", producerToken, body, { type: "session.opened", at, session: a.key, surface: "tui", ...(keys ? { keys } : {}) });
+            if (answer?.status === 201) tokens.set(a.key, String(answer.body["token"]));
+            break;
+          }
+          case "exit": {
+            const events: TurnfoldEvent[] = [];
+            if (a.starter !== undefined) events.push({ type: "process.started", at, process: a.id, owner: a.starter, command: `job ${a.id}`, notify: true });
+            events.push({ type: "process.exited", at, process: a.id, exitCode: 1, reason: "exited", output: `out ${marker(tenantOf(a.owner))}`, owner: a.owner });
+            const answer = await call(url, "POST", "/v1/events", producerToken, events);
+            expect(answer.status, answer.text).toBe(200);
+            break;
+          }
+          case "start": {
+            const answer = await call(url, "POST", "/v1/events", producerToken, [{ type: "process.started", at, process: a.id, owner: a.owner, command: `job ${a.id}`, notify: true }]);
+            expect(answer.status, answer.text).toBe(200);
+            break;
+          }
+          case "compress": {
+            const successor = `${a.key}:${a.n}`;
+            const answer = await sendAct(a.key, `/v1/sessions/${a.key}/compress`, tokenFor(a.key), { successor }, { type: "session.compressed", at, session: a.key, successor });
+            if (answer?.status === 201) tokens.set(successor, String(answer.body["token"]));
+            break;
+          }
+          case "close":
+            await sendAct(a.key, `/v1/sessions/${a.key}/close`, tokenFor(a.key), { reason: a.reason }, { type: "session.closed", at, session: a.key, reason: a.reason });
+            break;
+          case "handoff":
+            await sendAct(a.from, `/v1/sessions/${a.from}/processes/${a.id}/hand-off`, tokenFor(a.from), { to: a.to }, { type: "process.handed-off", at, process: a.id, from: a.from, to: a.to });
+            break;
+          case "simple": {
+            const type = { drain: "drain", "turn-started": "turn.started", "turn-ended": "turn.ended", "input-taken": "input.taken" } as const;
+            const body = a.path === "drain" ? { consumer: "tui-poller" } : {};
+            await sendAct(a.key, `/v1/sessions/${a.key}/${a.path}`, tokenFor(a.key), body, { type: type[a.path], at, session: a.key, ...body } as TurnfoldEvent);
+            break;
+          }
+          case "explain": {
+            if (tokenFor(a.key) === undefined) break;
+            const answer = await call(url, "GET", `/v1/sessions/${a.key}/explain/${a.id}`, tokenFor(a.key));
+            look(a.key, answer.text);
+            break;
+          }
+        }
+      }
+      expect(leaks).toEqual([]);
+      const events: Stored[] = [];
+      for await (const e of log.read()) events.push(e);
+      for (const j of judged) {
+        const prefix = events.slice(0, j.end);
+        expect(honoured(prefix, j.event), `${j.taken ? "took" : "refused"} ${JSON.stringify(j.event)} after seq ${j.end}`).toBe(j.taken);
+        if (j.taken) expect(events[j.end]?.type, "what was taken was appended next").toBe(j.event.type);
+      }
+    } finally {
+      await service.close();
+      await log.close();
+    }
+  },
+  60_000,
+);

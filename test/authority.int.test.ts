@@ -1,0 +1,183 @@
+/**
+ * Issue 37: the edges accept exactly what the fold honours, and no tenant sees another's
+ * data. Each reproduction a careful user found runs against a real `serve` (in-process,
+ * on loopback HTTP) over a SQLite file and over PostgreSQL, with the live runner recording
+ * turns beside it.
+ */
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TurnfoldEvent } from "../src/events/schema.js";
+import type { EventStore } from "../src/events/store.js";
+import { openLog } from "../src/open.js";
+import { startPipeline, type Pipeline } from "../src/service/pipeline.js";
+import { createService, type Service } from "../src/service/server.js";
+import { testDatabase } from "./support/postgres.js";
+import { call, producerToken } from "./support/serve.js";
+import { tempDir } from "./support/tmp.js";
+
+const database = await testDatabase();
+const dir = tempDir();
+const backends: [string, () => string][] = [
+  ["SQLite", () => join(dir, `authority-${Math.random().toString(36).slice(2)}.sqlite`)],
+  ...(database ? [["PostgreSQL", () => database.freshLog()] as [string, () => string]] : []),
+];
+
+interface Running {
+  readonly log: EventStore;
+  readonly service: Service;
+  readonly pipeline: Pipeline;
+  readonly url: string;
+}
+
+async function running(target: string): Promise<Running> {
+  const log = await openLog(target, { pollMs: 5 });
+  const service = await createService({ log, producerToken });
+  const url = await service.listen("127.0.0.1", 0);
+  const pipeline = startPipeline({ log, report: () => undefined });
+  return { log, service, pipeline, url };
+}
+
+async function stop(r: Running): Promise<void> {
+  await r.pipeline.stop();
+  await r.service.close();
+  await r.log.close();
+}
+
+const exit = (process: string, owner: string, output: string): TurnfoldEvent => ({ type: "process.exited", at: Date.now(), process, exitCode: 0, reason: "exited", output, owner, command: `make ${process}` });
+const start = (process: string, owner: string): TurnfoldEvent => ({ type: "process.started", at: Date.now(), process, owner, command: `make ${process}`, notify: true });
+
+async function open(r: Running, session: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const opened = await call(r.url, "POST", "/v1/sessions", producerToken, { session, surface: "tui", ...extra });
+  expect(opened.status, opened.text).toBe(201);
+  return String(opened.body["token"]);
+}
+
+async function produce(r: Running, events: TurnfoldEvent[]): Promise<void> {
+  const answer = await call(r.url, "POST", "/v1/events", producerToken, events);
+  expect(answer.status, answer.text).toBe(200);
+}
+
+/** Waits until the live runner has recorded `count` dispatches. */
+async function recorded(r: Running, count: number): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    let n = 0;
+    for await (const event of r.log.read()) if (event.type === "notification.dispatched") n++;
+    if (n >= count) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`the live runner did not record ${count} dispatches`);
+}
+
+describe.each(backends)("serve on %s: one authority for ownership", (_name, target) => {
+  let r: Running;
+  beforeAll(async () => {
+    r = await running(target());
+  });
+  afterAll(async () => stop(r));
+
+  it("explain shows a session only its own runs of a reused id: another session's output, command and turn never", async () => {
+    const alice = await open(r, "alice");
+    const bob = await open(r, "bob");
+    await produce(r, [start("build", "alice"), exit("build", "alice", "ALICE-PRIVATE-OUTPUT")]);
+    expect((await call(r.url, "POST", "/v1/sessions/alice/drain", alice, { consumer: "tui-poller" })).status).toBe(200);
+    await recorded(r, 1);
+    await produce(r, [start("build", "bob"), exit("build", "bob", "bob's own output")]);
+    const bobs = await call(r.url, "GET", "/v1/sessions/bob/explain/build", bob);
+    expect(bobs.status, bobs.text).toBe(200);
+    expect(bobs.text).not.toContain("ALICE-PRIVATE-OUTPUT");
+    expect(bobs.text).not.toContain("alice");
+    expect(bobs.text).toContain("bob's own output");
+    const alices = await call(r.url, "GET", "/v1/sessions/alice/explain/build", alice);
+    expect(alices.text).toContain("ALICE-PRIVATE-OUTPUT");
+    expect(alices.text).not.toContain("bob's own output");
+  });
+
+  it("another session's id is as invisible as a missing one", async () => {
+    const carol = await open(r, "carol");
+    await produce(r, [start("secret-job", "alice"), exit("secret-job", "alice", "ALICE-SECRET")]);
+    const theirs = await call(r.url, "GET", "/v1/sessions/carol/explain/secret-job", carol);
+    const none = await call(r.url, "GET", "/v1/sessions/carol/explain/no-such-job", carol);
+    expect(theirs.status).toBe(404);
+    expect(theirs.text).toBe(none.text);
+  });
+
+  it("R35 at the edge: a handoff is answered 2xx exactly when the fold takes it", async () => {
+    const a = await open(r, "A");
+    const b = await open(r, "B");
+    await open(r, "C", { keys: ["C-tab"] });
+    await produce(r, [start("p1", "A"), start("p2", "C-tab"), start("p3", "A")]);
+    // Another session's token: the process is not its own.
+    expect((await call(r.url, "POST", "/v1/sessions/B/processes/p3/hand-off", b, { to: "B" })).status).toBe(404);
+    // After A is compressed into A:2, A is retired: 409, naming the key that continues it.
+    const compressed = await call(r.url, "POST", "/v1/sessions/A/compress", a, { successor: "A:2" });
+    expect(compressed.status).toBe(201);
+    const retired = await call(r.url, "POST", "/v1/sessions/A/processes/p1/hand-off", a, { to: "B" });
+    expect(retired.status).toBe(409);
+    expect(retired.body["continuedBy"]).toBe("A:2");
+    // The live tip owns A's process through lineage.
+    const tip = await call(r.url, "POST", "/v1/sessions/A:2/processes/p1/hand-off", String(compressed.body["token"]), { to: "B" });
+    expect(tip.status, tip.text).toBe(200);
+    // The fold honoured it: p1's completion goes to B.
+    await produce(r, [exit("p1", "A", "p1 done")]);
+    const explained = await call(r.url, "GET", "/v1/sessions/B/explain/p1", b);
+    expect(explained.status, explained.text).toBe(200);
+    expect(explained.text).toContain("handed-off");
+  });
+
+  it("R35 at the edge: a session that owns a process through an extra key may hand it off", async () => {
+    const c = String((await call(r.url, "POST", "/v1/sessions", producerToken, { session: "C2", surface: "tui", keys: ["C2-tab"] })).body["token"]);
+    await produce(r, [start("p4", "C2-tab")]);
+    expect((await call(r.url, "POST", "/v1/sessions/C2/processes/p4/hand-off", c, { to: "B" })).status).toBe(200);
+  });
+
+  it("R35 at the edge: a session that only started a process cannot take a completion addressed to another", async () => {
+    const s = await open(r, "S");
+    await open(r, "X");
+    const x = await call(r.url, "POST", "/v1/sessions", producerToken, { session: "X", surface: "tui", keepTokens: true });
+    expect((await call(r.url, "POST", "/v1/sessions/X/close", String(x.body["token"]), { reason: "idle" })).status).toBe(200);
+    await produce(r, [start("p9", "S"), exit("p9", "X", "X-RESULT")]);
+    expect((await call(r.url, "POST", "/v1/sessions/S/processes/p9/hand-off", s, { to: "S" })).status).toBe(404);
+    expect((await call(r.url, "GET", "/v1/sessions/S/explain/p9", s)).text).not.toContain("X-RESULT");
+  });
+
+  it("a retired key does not act: a second compression is 409 with the key that continues it, and creates no session", async () => {
+    const d = await open(r, "D");
+    expect((await call(r.url, "POST", "/v1/sessions/D/compress", d, { successor: "D:2" })).status).toBe(201);
+    const again = await call(r.url, "POST", "/v1/sessions/D/compress", d, { successor: "D:3" });
+    expect(again.status).toBe(409);
+    expect(again.body["continuedBy"]).toBe("D:2");
+    for (const act of ["drain", "turn-started", "turn-ended", "input-taken"]) {
+      const answer = await call(r.url, "POST", `/v1/sessions/D/${act}`, d, act === "drain" ? { consumer: "tui-poller" } : {});
+      expect(answer.status, act).toBe(409);
+    }
+    // Opening the retired key again does not revive it either.
+    expect((await call(r.url, "POST", "/v1/sessions", producerToken, { session: "D", surface: "tui" })).status).toBe(409);
+    // Nothing of D:3 reached the log.
+    for await (const event of r.log.read()) expect(JSON.stringify(event)).not.toContain("D:3");
+  });
+
+  it("a null event is a 400 naming its index, in JSON and in NDJSON, and nothing is appended", async () => {
+    const before = await r.log.lastSeq();
+    for (const body of [[null], [start("n1", "alice"), null]]) {
+      const answer = await call(r.url, "POST", "/v1/events", producerToken, body);
+      expect(answer.status, answer.text).toBe(400);
+      expect(answer.text).toContain(`event ${body.length - 1}`);
+    }
+    const ndjson = await call(r.url, "POST", "/v1/events", producerToken, `${JSON.stringify(start("n2", "alice"))}\nnull\n`, { "content-type": "application/x-ndjson" });
+    expect(ndjson.status, ndjson.text).toBe(400);
+    expect(ndjson.text).toContain("event 1");
+    expect(await r.log.lastSeq()).toBe(before);
+  });
+
+  it("every route is closed without a token unless it says it is public", async () => {
+    const routes = r.service.routes.filter((route) => route.method !== "HEAD" && route.method !== "OPTIONS");
+    expect(routes.length).toBeGreaterThan(8);
+    for (const route of routes) {
+      const path = route.url.replace(":key", "alice").replace(":id", "build");
+      const answer = await call(r.url, route.method, path, undefined, route.method === "GET" ? undefined : {});
+      if (route.access === "public") expect(answer.status, `${route.method} ${route.url}`).toBe(200);
+      else expect(answer.status, `${route.method} ${route.url}`).toBe(401);
+    }
+    expect(routes.filter((route) => route.access === "public").map((route) => route.url).sort()).toEqual(["/healthz", "/metrics"]);
+  });
+});
