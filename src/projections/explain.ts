@@ -89,23 +89,32 @@ export class Explainer {
     const id = this.#id;
     const mentioned = mentions(event, id);
     const before = mentioned && event.type === "process.handed-off" ? this.#projection.query.ownerOf(id) : undefined;
+    const notesBefore = this.#notes.length;
     if (event.type === "drain") this.#waits.drained(event.session, event.seq);
     for (const output of this.#projection.push(event)) {
       if (output.type === "turn" && output.members.includes(id)) this.#turns.push(output);
     }
     if (mentioned) {
       this.#mentioned.push(event);
-      const owners = this.#ownersOf(event, before);
+      const took = this.#notes.some((note, i) => i >= notesBefore && note.itemSeq === event.seq);
+      const owners = this.#ownersOf(event, before, took);
       if (owners.length > 0) this.#ownersAt.set(event.seq, owners);
     }
   }
 
-  #ownersOf(event: Stored, before: string | undefined): string[] {
+  /**
+   * Whose an event is. A start is its named owner's. An exit is the session it names, and
+   * the owner of the completion the fold made of it (`took`): an exit the fold ignored (a
+   * second one, say) is not the process's owner's to see. Any other event of a process is
+   * the owner's at that point, a handoff both sides'.
+   */
+  #ownersOf(event: Stored, before: string | undefined, took: boolean): string[] {
     if (event.type === "notification.dispatched") return [event.session];
     if (event.type === "delegation.dispatched") this.#delegationOwner = event.owner;
     if (event.type.startsWith("delegation.")) return this.#delegationOwner === undefined ? [] : [this.#delegationOwner];
     const after = this.#projection.query.ownerOf(this.#id);
-    return [before, after].filter((owner): owner is string => owner !== undefined);
+    const owners = event.type === "process.started" ? [event.owner ?? after] : event.type === "process.exited" ? [event.owner, took ? after : undefined] : [before, after];
+    return owners.filter((owner): owner is string => owner !== undefined);
   }
 
   /** End of the history: the story of every item the id made. */

@@ -118,9 +118,11 @@ function compressRoute(context: ServiceContext): void {
     }
     const token = newToken("session");
     const judge = (query: FoldQuery) => {
-      // Only a live key is compressed; a retired one keeps its first successor.
+      // Only a live key is compressed; a retired one keeps its first successor. A key in
+      // use is refused though the fold would merge into it: the edge's own rule, since it
+      // would hand this token another session's turns.
       requireLive(query, key);
-      if (context.directory.knows(successor) || query.keyHolder(successor) !== undefined) throw new HttpError(409, { error: "this successor key is already in use; choose another" });
+      if (context.directory.knows(successor) || query.keyHolder(successor) !== undefined) throw new HttpError(409, { error: "this successor key is already in use; choose another", field: "successor" });
     };
     const [seq] = await context.act(judge, () => [{ type: "session.compressed", at: Date.now(), session: key, successor, successorTokenHash: tokenHash(token) }]);
     return reply.code(201).send({ session: successor, token, seq });
