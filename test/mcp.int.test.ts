@@ -4,10 +4,12 @@
  * the waiter race, watch order, the resource mode, two sessions on one log, and a SIGKILL
  * restart.
  */
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, openSync, closeSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openLog } from "../src/open.js";
+import { processStart, thisHost } from "../src/ledger/process-identity.js";
 import { readAll } from "../src/events/log.js";
 import { cli } from "./support/cli.js";
 import { fifo, running, startMcp, textOf, type McpHarness } from "./support/mcp.js";
@@ -264,6 +266,58 @@ describe("turnfold mcp, sessions and restarts", () => {
     expect(exits).toEqual([]);
     expect(((await first.call("list_processes")).structuredContent as { processes: { process: string }[] }).processes.map((p) => p.process)).toEqual([id]);
     await second.close();
+  });
+});
+
+describe("turnfold mcp signals only what it can prove is its own child (issue 37)", () => {
+  it("a log that names a live unrelated process as a lost child leaves that process running, and reports the child lost", async () => {
+    const at = place();
+    // An unrelated process in its own process group, and a supervisor pid that is gone.
+    const victim = spawn("sleep", ["60"], { detached: true, stdio: "ignore" });
+    const gone = spawnSync("true").pid;
+    try {
+      const log = await openLog(at.db);
+      const here = thisHost();
+      await log.append([
+        { type: "session.opened", at: 1, session: "forged", surface: "tui" },
+        {
+          type: "process.started",
+          at: 2,
+          process: "forged.1",
+          owner: "forged",
+          command: "sleep 60",
+          notify: true,
+          supervisorPid: gone,
+          supervisorStart: "1",
+          pid: victim.pid!,
+          pidStart: processStart(victim.pid!)!,
+          host: here.host,
+          ...(here.bootId ? { bootId: here.bootId } : {}),
+        },
+      ]);
+      await log.close();
+      const s = await server({ ...at, push: "none", session: "forged" });
+      let reasons: string[] = [];
+      for (let i = 0; i < 200 && reasons.length === 0; i++) {
+        const check = await openLog(at.db);
+        reasons = (await readAll(check)).filter((e) => e.type === "process.exited" && e.process === "forged.1").map((e) => (e as { reason: string }).reason);
+        await check.close();
+        if (reasons.length === 0) await sleep(20);
+      }
+      expect(reasons).toEqual(["lost"]);
+      await sleep(100);
+      expect(running(victim.pid!)).toBe(true);
+      await s.close();
+    } finally {
+      victim.kill("SIGKILL");
+    }
+  });
+
+  it("the schema refuses a pid below 2", async () => {
+    const log = await openLog(place().db);
+    await expect(log.append([{ type: "process.started", at: 1, process: "p", owner: "s", command: "x", notify: true, pid: 1 }])).rejects.toThrow(/pid/);
+    await expect(log.append([{ type: "process.started", at: 1, process: "p", owner: "s", command: "x", notify: true, supervisorPid: 0 }])).rejects.toThrow(/supervisorPid/);
+    await log.close();
   });
 });
 
