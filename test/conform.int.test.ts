@@ -120,6 +120,9 @@ describe("turnfold conform reports a child that misbehaves, and never crashes", 
 
   it("bad usage is exit 2", async () => {
     expect((await cliAsync(["conform", "--cmd", "true"])).code).toBe(2);
+    const empty = await cliAsync(["conform", "--cases", "--cmd", ""]);
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain("--cmd is empty");
     expect((await cliAsync(["conform", "--cases"])).code).toBe(2);
     expect((await cliAsync(["conform", "--runs", "0", "--cmd", "true"])).code).toBe(2);
     const missing = await cliAsync(["conform", "--cases", "/nonexistent", "--cmd", "true"]);

@@ -4,7 +4,8 @@
  * end with their session, and the small contracts of the CLI hold. Real `serve` and
  * `relay` children, real SQLite files (and their WAL), real PostgreSQL rows.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -444,6 +445,26 @@ describe("sessions and items: the ids to explain", () => {
     expect(rows.find((r) => r["session"] === "s2")).toMatchObject({ delivered: 0, waiting: 2 });
     const table = cli(["sessions", mixed]).stdout;
     expect(table.split("\n")[0]).toMatch(/^session\s+surface\s+lineage\s+state\s+delivered\s+suppressed\s+waiting$/);
+  });
+
+  it("sessions and items list what the fold holds, not what was requested (issue 37)", () => {
+    const file = join(mkdtempSync(join(tmpdir(), "turnfold-inventory-")), "asked.jsonl");
+    const events = [
+      { type: "session.opened", at: 1, session: "A", surface: "tui" },
+      { type: "session.compressed", at: 2, session: "A", successor: "A:2" },
+      { type: "session.compressed", at: 3, session: "A", successor: "A:3" },
+      { type: "process.started", at: 4, process: "p", owner: "A:2", command: "x", notify: true },
+      { type: "process.handed-off", at: 5, process: "p", from: "B", to: "nobody" },
+      { type: "process.exited", at: 6, process: "p", exitCode: 0, reason: "exited", output: "", owner: "A:3" },
+    ];
+    writeFileSync(file, events.map((e) => JSON.stringify(e)).join("\n") + "\n");
+    const rows = cli(["sessions", file, "--json"]).stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(rows.map((r) => [r["session"], r["continues"] ?? null, r["continuedBy"] ?? null, r["state"]])).toEqual([
+      ["A", null, "A:2", "retired"],
+      ["A:2", "A", null, "open"],
+    ]);
+    // A:3 (an ignored second successor) and "nobody" (a refused handoff's target) are no sessions.
+    expect(cli(["sessions", file]).stdout).not.toMatch(/A:3|nobody/);
   });
 
   it("items lists every item with its id, kind and fate, and --session keeps a lineage", () => {
