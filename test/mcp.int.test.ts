@@ -70,6 +70,20 @@ describe("turnfold mcp, channel mode", () => {
     expect(s.channel).toHaveLength(1);
   });
 
+  it("pushes with no tick to wait for: children exiting while a drain runs arrive in a later one, none lost, none twice (issue 38)", async () => {
+    const at = place();
+    // The fallback tick is far away: only the wake on exits and on the log's signal can push in time.
+    const s = await server({ ...at, push: "channel", pollMs: 60_000 });
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) ids.push(await started(s, `sleep 0.0${i % 10}${i}`));
+    for (const id of ids) await s.note((c) => c.members.includes(id), 10_000);
+    await sleep(300);
+    const members = s.channel.flatMap((c) => c.members);
+    expect([...members].sort()).toEqual([...ids].sort());
+    expect(cli(["replay", at.db, "--verify"]).code).toBe(0);
+    await s.close();
+  });
+
   it("a single completion arrives as its own text, exactly the text replay derives for it", async () => {
     const at = place();
     const s = await server({ ...at, push: "channel", pollMs: 50 });

@@ -98,6 +98,24 @@ describe("the packed package", () => {
     expect(Number(schema.stdout)).toBeGreaterThan(20);
   });
 
+  it("installed as the README says, the turnfold binary completes an MCP handshake and lists its tools (issue 38)", async () => {
+    const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+    const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
+    const bin = join(scratch, "node_modules", ".bin", "turnfold");
+    const transport = new StdioClientTransport({ command: bin, args: ["mcp", "--db", join(scratch, "mcp.sqlite")], env: { ...(process.env as Record<string, string>), XDG_STATE_HOME: join(scratch, "state") }, stderr: "pipe" });
+    const client = new Client({ name: "turnfold-package-test", version: "1.0.0" });
+    await client.connect(transport);
+    expect(client.getServerVersion()?.name).toBe("turnfold");
+    const tools = (await client.listTools()).tools.map((t) => t.name).sort();
+    expect(tools).toEqual(["kill_process", "list_processes", "read_process_output", "start_process", "take_notifications", "wait_process"]);
+    await client.close();
+  }, 60_000);
+
+  it("passes npm publish --dry-run", () => {
+    const run = spawnSync("npm", ["publish", "--dry-run", "--ignore-scripts"], { cwd: repo, encoding: "utf8", timeout: 120_000 });
+    expect(run.status, run.stderr.slice(-2000)).toBe(0);
+  }, 130_000);
+
   it("runs npx turnfold conform --cases from the installed package, against its own replay", () => {
     const run = spawnSync("npx", ["--no-install", "turnfold", "conform", "--cases", "--no-text", "--json", "--cmd", "npx --no-install turnfold replay - --json"], { cwd: scratch, encoding: "utf8", timeout: 120_000 });
     expect(run.status, run.stderr.slice(-2000)).toBe(0);

@@ -9,6 +9,7 @@ import { exportCommand } from "./export.js";
 import { importCommand } from "./import.js";
 import { inventoryCommands } from "./inventory.js";
 import { mcpCommand } from "./mcp.js";
+import { hookCommands } from "./hook.js";
 import { probeCommand } from "./probe.js";
 import { replayCommand } from "./replay.js";
 import { reportCommand } from "./report.js";
@@ -49,6 +50,7 @@ relayCommand(program);
 runCommands(program);
 conformCommand(program);
 mcpCommand(program);
+hookCommands(program);
 
 // No command at all is bad usage (exit 2), with the help on stderr, as every other misuse.
 if (process.argv.length <= 2) {

@@ -2,7 +2,7 @@
 import { randomBytes } from "node:crypto";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { redactUrl } from "../events/urls.js";
 import { pushModes, type PushMode } from "../mcp/modes.js";
@@ -48,14 +48,17 @@ The log: --db, else TURNFOLD_DB, else $XDG_STATE_HOME/turnfold/turnfold.sqlite
 (~/.local/state/turnfold/turnfold.sqlite without XDG_STATE_HOME). A PostgreSQL URL lets
 several hosts share one log.
 
-Register it:
-  Claude Code   claude mcp add turnfold -- npx turnfold mcp --push channel
-  Codex         [mcp_servers.turnfold] with command = "npx", args = ["turnfold", "mcp"]
+Install it from this repository (the name turnfold is not published on npm by this
+project: never register it through npx by name): npm ci && npm link, or npm pack and
+npm install -g ./turnfold-*.tgz. Then register the installed binary:
+  Claude Code   claude mcp add turnfold -- turnfold mcp
+                turnfold hook install claude-code   (hands turns over at Stop and with prompts)
+  Codex         [mcp_servers.turnfold] with command = "turnfold", args = ["mcp"]
                 in ~/.codex/config.toml
-  Gemini CLI    "mcpServers": { "turnfold": { "command": "npx", "args": ["turnfold", "mcp"] } }
-                in ~/.gemini/settings.json
+  Gemini CLI    "mcpServers": { "turnfold": { "command": "turnfold", "args": ["mcp"] } }
+                in ~/.gemini/settings.json (in a folder Gemini CLI trusts)
 
-Afterwards: turnfold sessions --db LOG, turnfold replay LOG --verify, turnfold report LOG.
+Afterwards: turnfold sessions LOG, turnfold replay LOG --verify, turnfold report LOG.
 `;
 
 export function mcpCommand(program: Command): void {
@@ -63,9 +66,9 @@ export function mcpCommand(program: Command): void {
     .command("mcp")
     .description("an MCP server on stdio: background processes for an agent host, with turnfold's rules")
     .option("--db <log>", "the log: a SQLite file or a postgres:// URL (default: TURNFOLD_DB, else turnfold.sqlite in the state folder)")
-    .option("--session <key>", "resume this session key (default: a new key, printed on stderr)", parseSession)
+    .option("--session <key>", "resume this session key (default: CLAUDE_CODE_SESSION_ID when Claude Code sets it, else a new key, printed on stderr)", parseSession)
     .addOption(new Option("--push <mode>", "how turns reach the host on their own").choices(pushModes).default("none"))
-    .option("--poll-ms <ms>", "how often the channel mode drains", positiveInt, 250)
+    .option("--poll-ms <ms>", "a fallback wake for the push modes, for a log that gives no change signal (they wake at once on the log's signal and on a child's exit)", positiveInt, 250)
     .addOption(outputTailOption())
     .addOption(staleAfterOption())
     .option("--give-up-after <duration>", "exit 1 once the log has been unreachable this long (say 30s, 5m); by default wait and retry for ever", parseDuration)
@@ -73,9 +76,9 @@ export function mcpCommand(program: Command): void {
     .action((options: McpOptions) =>
       runCommand(async () => {
         const signal = stopSignal();
-        const target = options.db ?? process.env["TURNFOLD_DB"] ?? defaultLog();
+        const target = logTarget(options.db, true)!;
         const log = await openLog(target, { create: true });
-        const session = options.session ?? `mcp-${randomBytes(4).toString("hex")}`;
+        const session = options.session ?? sessionFromHost(process.env) ?? `mcp-${randomBytes(4).toString("hex")}`;
         const say = reporter(false, "turnfold mcp");
         // Loaded here: the SDK is for this command only.
         const [{ startMcpServer }, { StdioServerTransport }] = await Promise.all([import("../mcp/server.js"), import("@modelcontextprotocol/sdk/server/stdio.js")]);
@@ -115,8 +118,27 @@ export function mcpCommand(program: Command): void {
     );
 }
 
-function defaultLog(): string {
+/**
+ * The log `turnfold mcp` and its hooks use: `--db`, else TURNFOLD_DB, else turnfold.sqlite
+ * in the state folder (made when `create`). Undefined when the default file does not
+ * exist and may not be made (a hook has nothing to hand over before any work started).
+ */
+export function logTarget(db: string | undefined, create: boolean): string | undefined {
+  const given = db ?? process.env["TURNFOLD_DB"];
+  if (given !== undefined) return given;
   const dir = stateDir();
+  const file = join(dir, "turnfold.sqlite");
+  if (!create) return existsSync(file) ? file : undefined;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  return join(dir, "turnfold.sqlite");
+  return file;
+}
+
+/**
+ * The session key a host gives the conversation: Claude Code sets CLAUDE_CODE_SESSION_ID
+ * for its stdio MCP servers and its hooks alike, so both find the same session with no
+ * per-conversation setup. Undefined when the host sets none (or one that is no key).
+ */
+export function sessionFromHost(env: NodeJS.ProcessEnv): string | undefined {
+  const id = env["CLAUDE_CODE_SESSION_ID"]?.trim();
+  return id !== undefined && sessionKey.test(id) ? id : undefined;
 }

@@ -5,8 +5,8 @@
  * a push mode chooses how turns reach the host on their own:
  *
  * - `channel`: Claude Code's channel notifications (`notifications/claude/channel`), one
- *   per turn, drained on each poll tick as a TUI poller drains (everything ready at one
- *   tick is one turn; nothing waits for more, R5);
+ *   per turn, drained as soon as anything is ready, as a TUI poller drains (everything
+ *   ready at that moment is one turn; nothing waits for more, R5);
  * - `resource`: the resource `turnfold://session/KEY/inbox`; a subscriber is told when
  *   items are ready, and its read of the inbox is the drain;
  * - `none`: nothing is pushed; the model calls `take_notifications`.
@@ -93,9 +93,18 @@ export async function startMcpServer(options: McpServerOptions, transport: Trans
   };
 }
 
-/** `channel`: on each tick with something ready, drain and send each turn as a channel notification. */
+/**
+ * `channel`: drains as soon as something may be ready, and sends each turn as a channel
+ * notification. It wakes on the runner's news (the log's change signal, which the live
+ * runner follows) and on a child's exit, with no tick to wait for; the drain then takes
+ * everything ready at that moment as one snapshot (after the supervisor's appends have
+ * landed, so children that exit together go together). A wake during a drain is kept and
+ * runs the next one: nothing is lost, nothing is sent twice. `pollMs` is only a fallback
+ * wake, for a log that gives no change signal.
+ */
 function channelPush(server: McpServer, agent: AgentSession, options: McpServerOptions): () => void {
-  let busy = false;
+  let draining = false;
+  let again = false;
   const send = async (turns: readonly HandedTurn[]) => {
     for (const turn of turns) {
       // A method of Claude Code's own, outside the SDK's list of standard notifications.
@@ -105,14 +114,31 @@ function channelPush(server: McpServer, agent: AgentSession, options: McpServerO
       } as unknown as ServerNotification);
     }
   };
-  const timer = setInterval(() => {
-    if (busy || !agent.pending) return;
-    busy = true;
+  const wake = (fresh: boolean) => {
+    if (draining) {
+      again = true;
+      return;
+    }
+    if (!fresh && !agent.pending) return;
+    draining = true;
     agent
-      .take(send, false)
+      .take(send, fresh)
       .catch((error: unknown) => options.report?.({ event: "push-failed", error: (error as Error).message ?? String(error) }))
-      .finally(() => (busy = false));
-  }, options.pollMs);
+      .finally(() => {
+        draining = false;
+        if (again) {
+          again = false;
+          wake(false);
+        }
+      });
+  };
+  // Children that exit together are seen one 'close' at a time: a wake lets the I/O
+  // already waiting be read (two turns of the loop, no timer), and the drain waits for
+  // the supervisor's appends to land, so they go in one snapshot.
+  const soon = () => setImmediate(() => setImmediate(() => wake(true)));
+  agent.onReady(soon);
+  agent.onChildExit(soon);
+  const timer = setInterval(() => wake(false), options.pollMs);
   return () => clearInterval(timer);
 }
 

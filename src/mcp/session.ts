@@ -97,6 +97,7 @@ export class AgentSession {
   #newestReady = 0;
   readonly #idleWaiters: { seq: number; resolve: () => void }[] = [];
   readonly #changeListeners: (() => void)[] = [];
+  readonly #exitListeners: (() => void)[] = [];
   #delivered: Set<number> = new Set();
   #cursor = 1;
   /** Records of this session not yet handed over, oldest first. */
@@ -196,6 +197,11 @@ export class AgentSession {
     this.#changeListeners.push(listener);
   }
 
+  /** Called when one of this session's children exits (its exit may not be in the log yet). */
+  onChildExit(listener: () => void): void {
+    this.#exitListeners.push(listener);
+  }
+
   /** Starts a child owned by this session. */
   start(request: StartRequest): { process: string; pid: number | null } {
     if (request.cwd !== undefined) checkFolder(request.cwd);
@@ -208,7 +214,10 @@ export class AgentSession {
       ...(request.watch?.length ? { watch: request.watch } : {}),
       ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
     });
-    void this.#supervisor.exited(id).then(() => this.#spool.remove(id));
+    void this.#supervisor.exited(id).then(() => {
+      this.#spool.remove(id);
+      for (const listener of this.#exitListeners) listener();
+    });
     const listed = this.#supervisor.list().find((p) => p.process === id);
     return { process: id, pid: listed?.pid ?? null };
   }

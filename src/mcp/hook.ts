@@ -1,0 +1,138 @@
+/**
+ * turnfold in Claude Code without channels: its hooks. A hook is a short process the host
+ * runs at a moment of the conversation, with a JSON object on stdin; what it prints on
+ * stdout steers the host. Two moments matter:
+ *
+ * - `Stop` (and `SubagentStop`): the agent finished a turn. This is a post-turn drain
+ *   (`tui-post-turn`): when a turn is ready, the hook answers `{"decision": "block",
+ *   "reason": TEXT}`, and the agent goes on with exactly that turn. With
+ *   `stop_hook_active` (the agent goes on because of an earlier block) it drains nothing
+ *   new and only hands over turns already decided, so a stop always comes in the end.
+ * - `UserPromptSubmit`: what became ready while the agent was idle (a `tui-poller` drain)
+ *   is added to the user's prompt as context, as one block.
+ *
+ * The turns are the session's `turnfold mcp` turns: the same log, the same session key,
+ * the same delivery marks (sink `mcp:KEY`), so a turn handed over by the server is not
+ * handed again by a hook, and the other way round. A turn is marked delivered only after
+ * its answer was written: a hook that fails or is cut off loses nothing.
+ */
+import { z } from "zod";
+import type { DrainConsumer, EventOf, Stored } from "../events/schema.js";
+import type { EventStore } from "../events/store.js";
+import { readPages } from "../events/log.js";
+import { liveTurns } from "../projections/live.js";
+
+type DispatchRecord = Stored<EventOf<"notification.dispatched">>;
+
+/** The fields of a Claude Code hook's input that turnfold reads; the rest is kept out of the way. */
+export const ClaudeHookInput = z.looseObject({
+  hook_event_name: z.string().min(1),
+  session_id: z.string().min(1).optional(),
+  stop_hook_active: z.boolean().optional(),
+});
+export type ClaudeHookInput = z.infer<typeof ClaudeHookInput>;
+
+/** The hook events turnfold answers. */
+export const claudeHookEvents = ["Stop", "SubagentStop", "UserPromptSubmit"] as const;
+
+/** What a hook prints, and the records it hands over (marked delivered once printed). */
+export interface HookAnswer {
+  readonly output: Record<string, unknown> | undefined;
+  readonly records: readonly DispatchRecord[];
+}
+
+/** The sink a session's handed turns are marked under: the same for `turnfold mcp` and its hooks. */
+export function agentSink(session: string): string {
+  return `mcp:${session}`;
+}
+
+/**
+ * Decides what a hook answers. `drain`: the consumer to drain with when items are ready,
+ * or undefined to hand over only what was decided already.
+ */
+export async function hookTurns(log: EventStore, session: string, drain: DrainConsumer | undefined, timeoutMs = 20_000): Promise<DispatchRecord[]> {
+  if (drain !== undefined) await drainIfReady(log, session, drain, timeoutMs);
+  const delivered = new Set(await log.deliveredTo(agentSink(session)));
+  const waiting: DispatchRecord[] = [];
+  for await (const page of readPages((o) => log.readPage(o), { type: "notification.dispatched" })) {
+    for (const record of page as DispatchRecord[]) if (record.session === session && !delivered.has(record.seq)) waiting.push(record);
+  }
+  return waiting;
+}
+
+/**
+ * Folds the log with a live runner (which records any turn decided and not yet recorded,
+ * as every runner on a log may); when this session has items ready, appends one drain and
+ * waits until its turns are recorded.
+ */
+function drainIfReady(log: EventStore, session: string, consumer: DrainConsumer, timeoutMs: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let target: number | undefined;
+    let drained = false;
+    let settled = false;
+    const finish = (error?: unknown) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      setImmediate(() => subscription.unsubscribe());
+      if (error === undefined) resolve();
+      else reject(error instanceof Error ? error : new Error(String(error)));
+    };
+    const timer = setTimeout(() => finish(new Error(`the log did not answer within ${timeoutMs / 1000} s`)), timeoutMs);
+    void log.lastSeq().then((end) => (target ??= end), finish);
+    const subscription = liveTurns(log, {
+      idle: (seq, view) => {
+        if (settled || target === undefined || seq < target) return;
+        if (drained || view.ready(session).length === 0) return finish();
+        drained = true;
+        log.append([{ type: "drain", at: Date.now(), session, consumer }]).then(([drainSeq]) => (target = drainSeq!), finish);
+      },
+    }).subscribe({ error: finish });
+  });
+}
+
+/** The answer to one Claude Code hook: `records` are the turns it hands over. */
+export async function answerClaudeHook(log: EventStore, session: string, input: ClaudeHookInput): Promise<HookAnswer> {
+  const event = input.hook_event_name;
+  if (event === "Stop" || event === "SubagentStop") {
+    // Going on because of an earlier block: hand over what was decided, drain nothing new.
+    const records = await hookTurns(log, session, input.stop_hook_active ? undefined : "tui-post-turn");
+    const first = records[0];
+    // One turn at a time: the agent answers it, stops again, and gets the next.
+    return first === undefined ? { output: undefined, records: [] } : { output: { decision: "block", reason: first.text }, records: [first] };
+  }
+  if (event === "UserPromptSubmit") {
+    const records = await hookTurns(log, session, "tui-poller");
+    if (records.length === 0) return { output: undefined, records: [] };
+    const additionalContext = records.map((r) => r.text).join("\n\n");
+    return { output: { hookSpecificOutput: { hookEventName: "UserPromptSubmit", additionalContext } }, records };
+  }
+  return { output: undefined, records: [] };
+}
+
+/** A hook entry of Claude Code's settings: a group of commands (events like Stop take no matcher). */
+interface HookGroup {
+  readonly matcher?: string;
+  readonly hooks?: readonly { readonly type?: string; readonly command?: string }[];
+}
+
+/**
+ * Claude Code settings with turnfold's hook added for each event it answers, merged: every
+ * entry already there stays as it is, and an event that already runs `command` is left
+ * alone. Returns the new settings and the events it added the hook to.
+ */
+export function withClaudeHooks(settings: Record<string, unknown>, command: string): { settings: Record<string, unknown>; added: string[] } {
+  const hooks = settings["hooks"];
+  if (hooks !== undefined && (typeof hooks !== "object" || hooks === null || Array.isArray(hooks))) throw new TypeError("hooks: expected an object of hook events");
+  const merged: Record<string, unknown> = { ...(hooks as Record<string, unknown> | undefined) };
+  const added: string[] = [];
+  for (const event of claudeHookEvents) {
+    const groups = merged[event] ?? [];
+    if (!Array.isArray(groups)) throw new TypeError(`hooks.${event}: expected an array of hook groups`);
+    const present = (groups as HookGroup[]).some((group) => group?.hooks?.some((hook) => hook?.command === command));
+    if (present) continue;
+    merged[event] = [...groups, { hooks: [{ type: "command", command, timeout: 30 }] }];
+    added.push(event);
+  }
+  return { settings: { ...settings, hooks: merged }, added };
+}

@@ -1,0 +1,188 @@
+/**
+ * `turnfold hook claude-code` (issue 38): recorded Claude Code hook payloads (the fields
+ * the host sends: session_id, transcript_path, cwd, hook_event_name, stop_hook_active)
+ * fed to the real command over a SQLite log, where a turn is ready and where none is.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { readAll } from "../src/events/log.js";
+import type { Stored, TurnfoldEvent } from "../src/events/schema.js";
+import { openLog } from "../src/open.js";
+import { cli } from "./support/cli.js";
+import { tempDir } from "./support/tmp.js";
+
+const dir = tempDir();
+let n = 0;
+
+/** A log where session `S` is open (as `turnfold mcp` opens it) with `exits` finished. */
+async function logWith(session: string, exits: readonly string[]): Promise<string> {
+  const db = join(dir, `hook-${n++}.sqlite`);
+  const log = await openLog(db);
+  const events: TurnfoldEvent[] = [{ type: "session.opened", at: 1, session, surface: "tui" }];
+  for (const id of exits) events.push({ type: "process.exited", at: 2, process: id, exitCode: id.includes("fail") ? 1 : 0, reason: "exited", output: `output of ${id}`, owner: session, command: `make ${id}` });
+  await log.append(events);
+  await log.close();
+  return db;
+}
+
+async function append(db: string, events: TurnfoldEvent[]): Promise<void> {
+  const log = await openLog(db);
+  await log.append(events);
+  await log.close();
+}
+
+async function eventsOf(db: string): Promise<Stored[]> {
+  const log = await openLog(db);
+  const all = await readAll(log);
+  await log.close();
+  return all;
+}
+
+async function marks(db: string, session: string): Promise<number[]> {
+  const log = await openLog(db);
+  const delivered = [...(await log.deliveredTo(`mcp:${session}`))];
+  await log.close();
+  return delivered;
+}
+
+const payload = (session: string, event: string, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ session_id: session, transcript_path: `/home/u/.claude/projects/p/${session}.jsonl`, cwd: "/home/u/p", hook_event_name: event, ...extra });
+
+/** Runs the hook as Claude Code does, with no CLAUDE_CODE_SESSION_ID unless given. */
+function hook(db: string, input: string, env: NodeJS.ProcessEnv = {}) {
+  return cli(["hook", "claude-code", "--db", db], { input, env: { CLAUDE_CODE_SESSION_ID: "", ...env } });
+}
+
+describe("turnfold hook claude-code: Stop", () => {
+  it("with a turn ready: blocks with exactly that turn's text, records it with its consumer, and marks it handed", async () => {
+    const db = await logWith("s1", ["build", "tests-fail"]);
+    const run = hook(db, payload("s1", "Stop", { stop_hook_active: false }));
+    expect(run.code, run.stderr).toBe(0);
+    const answer = JSON.parse(run.stdout) as { decision: string; reason: string };
+    expect(answer.decision).toBe("block");
+    expect(answer.reason).toMatch(/^2 background processes finished/);
+    expect(answer.reason).toContain("output of tests-fail");
+    const events = await eventsOf(db);
+    const drain = events.find((e) => e.type === "drain");
+    expect(drain).toMatchObject({ session: "s1", consumer: "tui-post-turn" });
+    const records = events.filter((e) => e.type === "notification.dispatched");
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ session: "s1", consumer: "tui-post-turn", text: answer.reason });
+    expect(await marks(db, "s1")).toEqual([records[0]!.seq]);
+    // replay --verify shows what the agent got: the recorded dispatch is the derived one.
+    const verified = cli(["replay", db, "--verify"]);
+    expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+    // Handed once: the next Stop lets the agent stop.
+    const next = hook(db, payload("s1", "Stop", { stop_hook_active: true }));
+    expect(next.code).toBe(0);
+    expect(next.stdout).toBe("");
+  });
+
+  it("with nothing ready: lets the stop go through and appends nothing", async () => {
+    const db = await logWith("s2", []);
+    const before = (await eventsOf(db)).length;
+    const run = hook(db, payload("s2", "Stop", { stop_hook_active: false }));
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toBe("");
+    expect((await eventsOf(db)).length).toBe(before);
+  });
+
+  it("with stop_hook_active, drains nothing new: a stop always comes in the end, even while work keeps finishing", async () => {
+    const db = await logWith("s3", ["first"]);
+    expect(JSON.parse(hook(db, payload("s3", "Stop")).stdout)).toMatchObject({ decision: "block" });
+    for (let round = 0; round < 3; round++) {
+      await append(db, [{ type: "process.exited", at: 3, process: `more-${round}`, exitCode: 0, reason: "exited", output: "", owner: "s3" }]);
+      const run = hook(db, payload("s3", "Stop", { stop_hook_active: true }));
+      expect(run.code).toBe(0);
+      expect(run.stdout).toBe("");
+    }
+    expect((await eventsOf(db)).filter((e) => e.type === "drain")).toHaveLength(1);
+  });
+
+  it("hands turns one at a time: a watch hit after completions is its own turn, at the next stop", async () => {
+    const db = await logWith("s4", ["a"]);
+    await append(db, [
+      { type: "process.started", at: 3, process: "w", owner: "s4", command: "tail -f log", notify: false, watch: ["ERROR"] },
+      { type: "watch.matched", at: 4, process: "w", pattern: "ERROR", output: "ERROR disk full", suppressed: 0 },
+    ]);
+    const first = JSON.parse(hook(db, payload("s4", "Stop")).stdout) as { reason: string };
+    const second = JSON.parse(hook(db, payload("s4", "Stop", { stop_hook_active: true })).stdout) as { reason: string };
+    expect(first.reason).toContain("output of a");
+    expect(second.reason).toContain("ERROR disk full");
+    expect(hook(db, payload("s4", "Stop", { stop_hook_active: true })).stdout).toBe("");
+  });
+
+  it("SubagentStop answers as Stop does", async () => {
+    const db = await logWith("s5", ["sub"]);
+    expect(JSON.parse(hook(db, payload("s5", "SubagentStop", { stop_hook_active: false })).stdout)).toMatchObject({ decision: "block" });
+  });
+});
+
+describe("turnfold hook claude-code: UserPromptSubmit, sessions, failures", () => {
+  it("adds what became ready while idle to the prompt, as one block of context", async () => {
+    const db = await logWith("u1", ["x"]);
+    await append(db, [
+      { type: "process.started", at: 3, process: "w", owner: "u1", command: "tail", notify: false, watch: ["hit"] },
+      { type: "watch.matched", at: 4, process: "w", pattern: "hit", output: "a hit", suppressed: 0 },
+    ]);
+    const run = hook(db, payload("u1", "UserPromptSubmit", { prompt: "how are the tests?" }));
+    expect(run.code, run.stderr).toBe(0);
+    const answer = JSON.parse(run.stdout) as { hookSpecificOutput: { hookEventName: string; additionalContext: string } };
+    expect(answer.hookSpecificOutput.hookEventName).toBe("UserPromptSubmit");
+    expect(answer.hookSpecificOutput.additionalContext).toContain("output of x");
+    expect(answer.hookSpecificOutput.additionalContext).toContain("a hit");
+    expect((await eventsOf(db)).find((e) => e.type === "drain")).toMatchObject({ consumer: "tui-poller" });
+    expect(await marks(db, "u1")).toHaveLength(2);
+  });
+
+  it("finds the session by CLAUDE_CODE_SESSION_ID first, as turnfold mcp does", async () => {
+    const db = await logWith("cc-1234", ["job"]);
+    const run = hook(db, payload("something-else", "Stop"), { CLAUDE_CODE_SESSION_ID: "cc-1234" });
+    expect(JSON.parse(run.stdout)).toMatchObject({ decision: "block" });
+  });
+
+  it("input that is not a hook's is refused in words with a non-zero exit, and nothing is handed over", async () => {
+    const db = await logWith("f1", ["job"]);
+    const garbage = hook(db, "not json");
+    expect(garbage.code).toBe(1);
+    expect(garbage.stderr).toContain("not JSON");
+    const missing = hook(db, JSON.stringify({ session_id: "f1" }));
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("hook_event_name");
+    expect(await marks(db, "f1")).toEqual([]);
+    expect((await eventsOf(db)).filter((e) => e.type === "drain")).toEqual([]);
+  });
+});
+
+describe("turnfold hook install claude-code", () => {
+  it("merges its hooks into the settings, keeping the user's own, and changes nothing the second time", () => {
+    const project = join(dir, "project");
+    mkdirSync(join(project, ".claude"), { recursive: true });
+    const file = join(project, ".claude", "settings.json");
+    const mine = { permissions: { allow: ["Bash(npm test)"] }, hooks: { Stop: [{ hooks: [{ type: "command", command: "echo mine" }] }], PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: "check" }] }] } };
+    writeFileSync(file, JSON.stringify(mine));
+    const first = cli(["hook", "install", "claude-code", "--project"], { cwd: project });
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toContain("added Stop");
+    expect(first.stdout).toContain("added UserPromptSubmit");
+    const settings = JSON.parse(readFileSync(file, "utf8")) as { permissions: unknown; hooks: Record<string, { hooks: { command: string }[] }[]> };
+    expect(settings.permissions).toEqual(mine.permissions);
+    expect(settings.hooks["PreToolUse"]).toEqual(mine.hooks.PreToolUse);
+    expect(settings.hooks["Stop"]!.map((g) => g.hooks[0]!.command)).toEqual(["echo mine", "turnfold hook claude-code"]);
+    expect(settings.hooks["SubagentStop"]!.map((g) => g.hooks[0]!.command)).toEqual(["turnfold hook claude-code"]);
+    const again = cli(["hook", "install", "claude-code"], { cwd: project });
+    expect(again.stdout).toContain("nothing changed");
+    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual(settings);
+  });
+
+  it("refuses a settings file it cannot read as JSON, changing nothing", () => {
+    const project = join(dir, "broken");
+    mkdirSync(join(project, ".claude"), { recursive: true });
+    writeFileSync(join(project, ".claude", "settings.json"), "{ not json");
+    const run = cli(["hook", "install", "claude-code"], { cwd: project });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("nothing was changed");
+    expect(readFileSync(join(project, ".claude", "settings.json"), "utf8")).toBe("{ not json");
+  });
+});
