@@ -9,24 +9,32 @@ export interface RedactionRule {
   readonly pattern: RegExp;
   /** Replacement; `$1` etc. refer to the pattern's groups. Default "[redacted]". */
   readonly replace?: string;
+  /**
+   * A cheap test that every match of `pattern` also passes (the literal text a secret of
+   * this shape must hold): a text that fails it is not scanned with `pattern` at all. A
+   * rule without one is always run.
+   */
+  readonly trigger?: RegExp;
 }
 
 export const redacted = "[redacted]";
 
 /** The secrets redacted by default: bearer tokens, API keys and access tokens, JWTs, credentials in URLs, password assignments. */
 export const defaultRules: readonly RedactionRule[] = [
-  { name: "bearer", pattern: /\b(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi, replace: `$1${redacted}` },
-  { name: "basic-auth-url", pattern: /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+@/gi, replace: `$1${redacted}@` },
-  { name: "jwt", pattern: /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g },
-  { name: "openai-style", pattern: /\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)?[A-Za-z0-9_-]{16,}/g },
-  { name: "github", pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/g },
-  { name: "slack", pattern: /\bxox[abprs]-[A-Za-z0-9-]{10,}/g },
-  { name: "aws-access-key", pattern: /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g },
-  { name: "google-api-key", pattern: /\bAIza[0-9A-Za-z_-]{35}\b/g },
+  { name: "bearer", pattern: /\b(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi, replace: `$1${redacted}`, trigger: /bearer/i },
+  { name: "basic-auth-url", pattern: /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+@/gi, replace: `$1${redacted}@`, trigger: /:\/\// },
+  { name: "jwt", pattern: /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, trigger: /eyJ/ },
+  { name: "openai-style", pattern: /\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)?[A-Za-z0-9_-]{16,}/g, trigger: /[spr]k-/ },
+  { name: "github", pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/g, trigger: /gh[pousr]_|github_pat_/ },
+  { name: "slack", pattern: /\bxox[abprs]-[A-Za-z0-9-]{10,}/g, trigger: /xox[abprs]-/ },
+  { name: "aws-access-key", pattern: /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, trigger: /AKIA|ASIA/ },
+  { name: "google-api-key", pattern: /\bAIza[0-9A-Za-z_-]{35}\b/g, trigger: /AIza/ },
   {
     name: "assignment",
     pattern: /\b((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|auth|client[_-]?secret)[A-Za-z_-]*\s*[=:]\s*)(["']?)[^\s"'&;]+\2/gi,
     replace: `$1$2${redacted}$2`,
+    // Every keyword ends in, or is, one of these words, and an = or : follows it.
+    trigger: /(?:pass|pwd|secret|token|key|auth)[A-Za-z_-]*\s*[=:]/i,
   },
 ];
 
@@ -36,9 +44,22 @@ export type Redactor = (text: string) => string;
 /** Builds a redactor from the default rules plus yours (yours run after the defaults). */
 export function createRedactor(extra: readonly RedactionRule[] = [], base: readonly RedactionRule[] = defaultRules): Redactor {
   const rules = [...base, ...extra];
+  // One scan for what any triggered rule needs: most text (compiler and test output)
+  // holds none of it and is returned as it is, instead of being scanned once per rule.
+  // A rule without a trigger could match anything, so then every text is looked at.
+  const triggered = rules.every((rule) => rule.trigger !== undefined);
+  // A trigger is only tested: a global or sticky one would keep a position between texts.
+  const trigger = (rule: RedactionRule) => (rule.trigger === undefined || (!rule.trigger.global && !rule.trigger.sticky) ? rule.trigger : new RegExp(rule.trigger.source, rule.trigger.flags.replace(/[gy]/g, "")));
+  const checks = rules.map(trigger);
+  const any = triggered ? new RegExp(rules.map((rule) => `(?:${rule.trigger!.source})`).join("|"), "i") : undefined;
   return (text) => {
+    if (any !== undefined && !any.test(text)) return text;
     let out = text;
-    for (const rule of rules) out = out.replace(rule.pattern, rule.replace ?? redacted);
+    for (let i = 0; i < rules.length; i++) {
+      const rule = rules[i]!;
+      if (checks[i]?.test(out) === false) continue;
+      out = out.replace(rule.pattern, rule.replace ?? redacted);
+    }
     return out;
   };
 }
