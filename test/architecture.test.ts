@@ -84,6 +84,23 @@ describe("architecture", () => {
     expect(bad).toEqual([]);
   });
 
+  it("one recogniser of database URLs: no file but events/urls.ts spells a postgres scheme as a pattern (issue 40)", () => {
+    const bad = sources(root).flatMap((file) => {
+      const name = relative(root, file);
+      if (name === "events/urls.ts") return [];
+      return /\/\^\(?postgres|new RegExp\([^)]*postgres|startsWith\("postgres/i.test(readFileSync(file, "utf8")) ? [name] : [];
+    });
+    expect(bad).toEqual([]);
+  });
+
+  it("the service decides no ownership of its own: it asks the fold (issue 37)", () => {
+    // The old directory kept owners and lineage per process and per key, beside the fold.
+    const service = sources(join(root, "service")).map((file) => readFileSync(file, "utf8")).join("\n");
+    expect(service).not.toMatch(/#processOwner|#lineage\b|#predecessor\b|#closed\b/);
+    const folds = [...service.matchAll(/new Fold\(/g)].length;
+    expect(folds, "one Fold in the service: the Authority's").toBe(1);
+  });
+
   it("no function in src/service is longer than 80 lines", () => {
     const long = sources(join(root, "service")).flatMap((file) => longFunctions(file, 80));
     expect(long).toEqual([]);

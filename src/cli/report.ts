@@ -2,7 +2,7 @@ import { closeSync, openSync, renameSync, rmSync, statSync, writeSync } from "no
 import { basename, dirname, join } from "node:path";
 import type { Command } from "commander";
 import type { Budget } from "../events/schema.js";
-import { redactUrl } from "../events/urls.js";
+import { isPostgresUrl, redactUrl } from "../events/urls.js";
 import { ReportBuilder } from "../report/data.js";
 import { ReportPage } from "../report/html.js";
 import { InputError, requireWritable, runCommand } from "./io.js";
@@ -29,7 +29,7 @@ export function reportCommand(program: Command): void {
     .action((file: string, options: ReportOptions) =>
       runCommand(async () => {
         const history = await openHistory(file);
-        const source = /^postgres(ql)?:/.test(file) ? redactUrl(file) : basename(file);
+        const source = isPostgresUrl(file) ? redactUrl(file) : basename(file);
         // The page is written as the history is read, into a file beside the output that
         // takes its name only when the report is whole: a history that turns out bad half
         // way leaves no half report, and an earlier report under that name stays as it was.
