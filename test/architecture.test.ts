@@ -93,6 +93,18 @@ describe("architecture", () => {
     expect(bad).toEqual([]);
   });
 
+  it("one conversion of a dispatch record to a turn, and one type of that name (issue 40, point 1)", () => {
+    const bad = sources(root).flatMap((file) => {
+      const name = relative(root, file);
+      if (name === "projections/dispatch-record.ts") return [];
+      const text = readFileSync(file, "utf8");
+      // Reading which drain sent a record is the conversion's job (verify compares records field by field).
+      const converts = name !== "projections/verify.ts" && /\.drainSeq\b/.test(text);
+      return converts || /\btype DispatchRecord\s*=/.test(text) ? [name] : [];
+    });
+    expect(bad).toEqual([]);
+  });
+
   it("the service decides no ownership of its own: it asks the fold (issue 37)", () => {
     // The old directory kept owners and lineage per process and per key, beside the fold.
     const service = sources(join(root, "service")).map((file) => readFileSync(file, "utf8")).join("\n");

@@ -16,13 +16,13 @@
  * handed again by a hook, and the other way round. A turn is marked delivered only after
  * its answer was written: a hook that fails or is cut off loses nothing.
  */
+import type { StoredDispatch } from "../projections/dispatch-record.js";
 import { z } from "zod";
-import type { DrainConsumer, EventOf, Stored } from "../events/schema.js";
+import type { DrainConsumer } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
 import { readPages } from "../events/log.js";
 import { liveTurns } from "../projections/live.js";
 
-type DispatchRecord = Stored<EventOf<"notification.dispatched">>;
 
 /** The fields of a Claude Code hook's input that turnfold reads; the rest is kept out of the way. */
 export const ClaudeHookInput = z.looseObject({
@@ -38,7 +38,7 @@ export const claudeHookEvents = ["Stop", "SubagentStop", "UserPromptSubmit"] as 
 /** What a hook prints, and the records it hands over (marked delivered once printed). */
 export interface HookAnswer {
   readonly output: Record<string, unknown> | undefined;
-  readonly records: readonly DispatchRecord[];
+  readonly records: readonly StoredDispatch[];
 }
 
 /** The sink a session's handed turns are marked under: the same for `turnfold mcp` and its hooks. */
@@ -50,12 +50,12 @@ export function agentSink(session: string): string {
  * Decides what a hook answers. `drain`: the consumer to drain with when items are ready,
  * or undefined to hand over only what was decided already.
  */
-export async function hookTurns(log: EventStore, session: string, drain: DrainConsumer | undefined, timeoutMs = 20_000): Promise<DispatchRecord[]> {
+export async function hookTurns(log: EventStore, session: string, drain: DrainConsumer | undefined, timeoutMs = 20_000): Promise<StoredDispatch[]> {
   if (drain !== undefined) await drainIfReady(log, session, drain, timeoutMs);
   const delivered = new Set(await log.deliveredTo(agentSink(session)));
-  const waiting: DispatchRecord[] = [];
+  const waiting: StoredDispatch[] = [];
   for await (const page of readPages((o) => log.readPage(o), { type: "notification.dispatched" })) {
-    for (const record of page as DispatchRecord[]) if (record.session === session && !delivered.has(record.seq)) waiting.push(record);
+    for (const record of page as StoredDispatch[]) if (record.session === session && !delivered.has(record.seq)) waiting.push(record);
   }
   return waiting;
 }

@@ -11,27 +11,22 @@
  */
 import { statSync } from "node:fs";
 import type { Subscription } from "rxjs";
-import type { EventOf, Stored } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
 import { backoffMs, isTransientStoreError } from "../events/transient.js";
+import { fromRecord, type StoredDispatch } from "../projections/dispatch-record.js";
 import { liveTurns, type LiveView } from "../projections/live.js";
+import type { Turn } from "../projections/project.js";
 import type { ReadyItem } from "../projections/project.js";
 import { Supervisor, type ExitResult, type LogPage, type WaitResult } from "../supervisor/supervisor.js";
 import { readHistory, reportLost } from "./recovery.js";
 import { OutputSpool } from "./spool.js";
 
-type DispatchRecord = Stored<EventOf<"notification.dispatched">>;
 
-/** A turn handed to the agent: what it says, and which record of the log it is. */
-export interface HandedTurn {
-  /** Seq of the drain that decided it. */
-  readonly seq: number;
+/** A turn handed to the agent (`seq`: the drain that decided it), and which record of the log it is. */
+export type HandedTurn = Turn & {
   /** Seq of its `notification.dispatched` record. */
   readonly record: number;
-  readonly kind: string;
-  readonly members: readonly string[];
-  readonly text: string;
-}
+};
 
 /** What `start` is given (validated at the edge that calls it). */
 export interface StartRequest {
@@ -101,7 +96,7 @@ export class AgentSession {
   #delivered: Set<number> = new Set();
   #cursor = 1;
   /** Records of this session not yet handed over, oldest first. */
-  readonly #waiting: DispatchRecord[] = [];
+  readonly #waiting: StoredDispatch[] = [];
   #queue: Promise<unknown> = Promise.resolve();
   #failure: Error | undefined;
   readonly #failed: Promise<never>;
@@ -314,7 +309,7 @@ export class AgentSession {
   /** Reads the dispatch records appended since the last look, keeping this session's undelivered ones. */
   async #collect(): Promise<void> {
     for (;;) {
-      const page = (await this.#log.readPage({ from: this.#cursor, type: "notification.dispatched", limit: 1000 })) as DispatchRecord[];
+      const page = (await this.#log.readPage({ from: this.#cursor, type: "notification.dispatched", limit: 1000 })) as StoredDispatch[];
       for (const record of page) {
         this.#cursor = record.seq + 1;
         if (record.session === this.session && !this.#delivered.has(record.seq)) this.#waiting.push(record);
@@ -344,8 +339,8 @@ export class AgentSession {
   }
 }
 
-function handed(record: DispatchRecord): HandedTurn {
-  return { seq: record.drainSeq ?? record.seq, record: record.seq, kind: record.kind, members: record.members, text: record.text };
+function handed(record: StoredDispatch): HandedTurn {
+  return { ...fromRecord(record), record: record.seq };
 }
 
 /** A `cwd` that is not a folder is refused before anything starts, naming it. */

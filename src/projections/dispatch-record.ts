@@ -2,6 +2,9 @@
 import type { EventOf, Stored } from "../events/schema.js";
 import type { StatusLine, Turn } from "./project.js";
 
+/** A record as stored in the log (with its seq), whoever wrote it. */
+export type StoredDispatch = Stored<EventOf<"notification.dispatched">>;
+
 /** The record as written: the schema's type, with the fields a runner always sets. */
 export type DispatchRecord = EventOf<"notification.dispatched"> & { readonly drainSeq: number; readonly index: number };
 
@@ -24,7 +27,7 @@ export function toRecord(turn: Turn, index: number, at: number, statusLines: rea
 }
 
 /** The turn a stored record stands for; a record with no `drainSeq` uses its own seq. */
-export function fromRecord(record: Stored<EventOf<"notification.dispatched">>): Turn {
+export function fromRecord(record: StoredDispatch): Turn {
   return {
     type: "turn",
     seq: record.drainSeq ?? record.seq,

@@ -7,6 +7,7 @@
 import type { Subscription } from "rxjs";
 import type { Budget } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
+import { fromRecord } from "../projections/dispatch-record.js";
 import { liveTurns } from "../projections/live.js";
 import { httpSink } from "../sinks/http.js";
 import { relay } from "../sinks/relay.js";
@@ -94,16 +95,10 @@ export function startPipeline(options: PipelineOptions): Pipeline {
       report({ event: "db-recovered", downMs });
     },
     ...(options.giveUpAfterMs !== undefined ? { giveUpAfterMs: options.giveUpAfterMs } : {}),
-    recorded: (record) =>
-      report({
-        event: "turn",
-        seq: record.drainSeq ?? record.seq,
-        record: record.seq,
-        session: record.session,
-        kind: record.kind,
-        members: record.members.length,
-        ...(record.seq > liveFrom ? { decidedAt: record.at } : {}),
-      }),
+    recorded: (record) => {
+      const turn = fromRecord(record);
+      report({ event: "turn", seq: turn.seq, record: record.seq, session: turn.session, kind: turn.kind, members: turn.members.length, ...(record.seq > liveFrom ? { decidedAt: record.at } : {}) });
+    },
     progress: (seq) => (folded = seq), ...(options.budget ? { budget: options.budget } : {}), ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}), ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}) }).subscribe({
     // The error is handed on before stopping: once stopped, `done` is settled.
     error: (error: unknown) => {

@@ -5,7 +5,7 @@
  * transaction, only after the sink accepted it, and no transaction is open while the
  * sink is called. A crash between the two means one repeat, with the same key.
  */
-import type { EventOf, Stored } from "../events/schema.js";
+import type { StoredDispatch } from "../projections/dispatch-record.js";
 import type { EventStore } from "../events/store.js";
 import { isTransientStoreError } from "../events/transient.js";
 import { dispatchedTurn, type DispatchedTurn, type TurnSink } from "./sink.js";
@@ -43,7 +43,6 @@ interface Lane {
   retryAt: number;
 }
 
-type DispatchRecord = Stored<EventOf<"notification.dispatched">>;
 
 /** What a relay did: how many it delivered; when it gave up, which records it left undelivered. */
 export interface RelayResult {
@@ -73,7 +72,7 @@ export async function relay(log: EventStore, sink: TurnSink, options: RelayOptio
 
   const load = async () => {
     for (;;) {
-      const page = (await log.readPage({ from: cursor, type: "notification.dispatched" })) as DispatchRecord[];
+      const page = (await log.readPage({ from: cursor, type: "notification.dispatched" })) as StoredDispatch[];
       for (const record of page) {
         cursor = record.seq + 1;
         if (delivered.has(record.seq)) continue;

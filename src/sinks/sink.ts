@@ -4,6 +4,8 @@
  * can drop the one repeat a crash between "accepted" and "marked" may cause.
  */
 import type { EventOf, Stored } from "../events/schema.js";
+import { fromRecord } from "../projections/dispatch-record.js";
+import type { Turn } from "../projections/project.js";
 
 type DispatchRecordEvent = EventOf<"notification.dispatched">;
 
@@ -11,7 +13,7 @@ type DispatchRecordEvent = EventOf<"notification.dispatched">;
 export type SinkStatusLine = NonNullable<DispatchRecordEvent["statusLines"]>[number];
 
 /** What a sink receives: a dispatch record's fields, keyed for idempotency. */
-export type DispatchedTurn = Pick<DispatchRecordEvent, "session" | "consumer" | "kind" | "members" | "text" | "identities" | "entryTexts"> & {
+export type DispatchedTurn = Omit<Turn, "type" | "seq"> & {
   /** Idempotency key: the log's id and the seq of the dispatch record. */
   readonly key: string;
   readonly recordSeq: number;
@@ -21,18 +23,9 @@ export type DispatchedTurn = Pick<DispatchRecordEvent, "session" | "consumer" | 
 
 /** The turn a sink receives for a stored record of the log `logId`. */
 export function dispatchedTurn(logId: string, record: Stored<DispatchRecordEvent>): DispatchedTurn {
-  return {
-    key: `${logId}:${record.seq}`,
-    recordSeq: record.seq,
-    session: record.session,
-    consumer: record.consumer,
-    kind: record.kind,
-    members: record.members,
-    text: record.text,
-    statusLines: record.statusLines ?? [],
-    ...(record.identities ? { identities: record.identities } : {}),
-    ...(record.entryTexts ? { entryTexts: record.entryTexts } : {}),
-  };
+  // The one conversion of a record to a turn; a sink's payload leaves out which drain sent it.
+  const { type: _type, seq: _seq, ...turn } = fromRecord(record);
+  return { key: `${logId}:${record.seq}`, recordSeq: record.seq, ...turn, statusLines: record.statusLines ?? [] };
 }
 
 /** Where turns go: `deliver` resolves once the turn is taken, and rejects when it was not. */
