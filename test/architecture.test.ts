@@ -105,6 +105,15 @@ describe("architecture", () => {
     expect(bad).toEqual([]);
   });
 
+  it("one writer for the ledger: only the ledger's commands and the live runner (applying the fold's moves) write claims and deliveries (issue 37, point 5)", () => {
+    const writers = sources(root).flatMap((file) => {
+      const name = relative(root, file);
+      // An event written is an object literal whose type is a ledger transition.
+      return /type:\s*"delegation\.(claimed|delivered|dropped|released|deferred)"|type:\s*Kind\b/.test(readFileSync(file, "utf8")) ? [name] : [];
+    });
+    expect(writers.sort()).toEqual(["ledger/ledger.ts", "projections/live.ts"]);
+  });
+
   it("the service decides no ownership of its own: it asks the fold (issue 37)", () => {
     // The old directory kept owners and lineage per process and per key, beside the fold.
     const service = sources(join(root, "service")).map((file) => readFileSync(file, "utf8")).join("\n");
