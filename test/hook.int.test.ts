@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readAll } from "../src/events/log.js";
 import type { Stored, TurnfoldEvent } from "../src/events/schema.js";
+import { ClaudeHookInput, runClaudeHook } from "../src/mcp/hook.js";
 import { openLog } from "../src/open.js";
 import { cli } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";
@@ -49,15 +50,28 @@ async function marks(db: string, session: string): Promise<number[]> {
 const payload = (session: string, event: string, extra: Record<string, unknown> = {}) =>
   JSON.stringify({ session_id: session, transcript_path: `/home/u/.claude/projects/p/${session}.jsonl`, cwd: "/home/u/p", hook_event_name: event, ...extra });
 
-/** Runs the hook as Claude Code does, with no CLAUDE_CODE_SESSION_ID unless given. */
-function hook(db: string, input: string, env: NodeJS.ProcessEnv = {}) {
+/** Runs the hook as Claude Code does (the real command), with no CLAUDE_CODE_SESSION_ID unless given. */
+function command(db: string, input: string, env: NodeJS.ProcessEnv = {}) {
   return cli(["hook", "claude-code", "--db", db], { input, env: { CLAUDE_CODE_SESSION_ID: "", ...env } });
+}
+
+/** The same answer in this process (the command's own code, without a node start per call). */
+async function hook(db: string, input: string): Promise<{ code: number; stdout: string }> {
+  const parsed = ClaudeHookInput.parse(JSON.parse(input));
+  const log = await openLog(db);
+  try {
+    let stdout = "";
+    await runClaudeHook(log, parsed.session_id!, parsed, async (line) => void (stdout += line));
+    return { code: 0, stdout };
+  } finally {
+    await log.close();
+  }
 }
 
 describe("turnfold hook claude-code: Stop", () => {
   it("with a turn ready: blocks with exactly that turn's text, records it with its consumer, and marks it handed", async () => {
     const db = await logWith("s1", ["build", "tests-fail"]);
-    const run = hook(db, payload("s1", "Stop", { stop_hook_active: false }));
+    const run = command(db, payload("s1", "Stop", { stop_hook_active: false }));
     expect(run.code, run.stderr).toBe(0);
     const answer = JSON.parse(run.stdout) as { decision: string; reason: string };
     expect(answer.decision).toBe("block");
@@ -74,7 +88,7 @@ describe("turnfold hook claude-code: Stop", () => {
     const verified = cli(["replay", db, "--verify"]);
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);
     // Handed once: the next Stop lets the agent stop.
-    const next = hook(db, payload("s1", "Stop", { stop_hook_active: true }));
+    const next = command(db, payload("s1", "Stop", { stop_hook_active: true }));
     expect(next.code).toBe(0);
     expect(next.stdout).toBe("");
   });
@@ -82,18 +96,18 @@ describe("turnfold hook claude-code: Stop", () => {
   it("with nothing ready: lets the stop go through and appends nothing", async () => {
     const db = await logWith("s2", []);
     const before = (await eventsOf(db)).length;
-    const run = hook(db, payload("s2", "Stop", { stop_hook_active: false }));
-    expect(run.code, run.stderr).toBe(0);
+    const run = await hook(db, payload("s2", "Stop", { stop_hook_active: false }));
+    expect(run.code).toBe(0);
     expect(run.stdout).toBe("");
     expect((await eventsOf(db)).length).toBe(before);
   });
 
   it("with stop_hook_active, drains nothing new: a stop always comes in the end, even while work keeps finishing", async () => {
     const db = await logWith("s3", ["first"]);
-    expect(JSON.parse(hook(db, payload("s3", "Stop")).stdout)).toMatchObject({ decision: "block" });
+    expect(JSON.parse((await hook(db, payload("s3", "Stop"))).stdout)).toMatchObject({ decision: "block" });
     for (let round = 0; round < 3; round++) {
       await append(db, [{ type: "process.exited", at: 3, process: `more-${round}`, exitCode: 0, reason: "exited", output: "", owner: "s3" }]);
-      const run = hook(db, payload("s3", "Stop", { stop_hook_active: true }));
+      const run = await hook(db, payload("s3", "Stop", { stop_hook_active: true }));
       expect(run.code).toBe(0);
       expect(run.stdout).toBe("");
     }
@@ -106,16 +120,16 @@ describe("turnfold hook claude-code: Stop", () => {
       { type: "process.started", at: 3, process: "w", owner: "s4", command: "tail -f log", notify: false, watch: ["ERROR"] },
       { type: "watch.matched", at: 4, process: "w", pattern: "ERROR", output: "ERROR disk full", suppressed: 0 },
     ]);
-    const first = JSON.parse(hook(db, payload("s4", "Stop")).stdout) as { reason: string };
-    const second = JSON.parse(hook(db, payload("s4", "Stop", { stop_hook_active: true })).stdout) as { reason: string };
+    const first = JSON.parse((await hook(db, payload("s4", "Stop"))).stdout) as { reason: string };
+    const second = JSON.parse((await hook(db, payload("s4", "Stop", { stop_hook_active: true }))).stdout) as { reason: string };
     expect(first.reason).toContain("output of a");
     expect(second.reason).toContain("ERROR disk full");
-    expect(hook(db, payload("s4", "Stop", { stop_hook_active: true })).stdout).toBe("");
+    expect((await hook(db, payload("s4", "Stop", { stop_hook_active: true }))).stdout).toBe("");
   });
 
   it("SubagentStop answers as Stop does", async () => {
     const db = await logWith("s5", ["sub"]);
-    expect(JSON.parse(hook(db, payload("s5", "SubagentStop", { stop_hook_active: false })).stdout)).toMatchObject({ decision: "block" });
+    expect(JSON.parse((await hook(db, payload("s5", "SubagentStop", { stop_hook_active: false }))).stdout)).toMatchObject({ decision: "block" });
   });
 });
 
@@ -126,8 +140,8 @@ describe("turnfold hook claude-code: UserPromptSubmit, sessions, failures", () =
       { type: "process.started", at: 3, process: "w", owner: "u1", command: "tail", notify: false, watch: ["hit"] },
       { type: "watch.matched", at: 4, process: "w", pattern: "hit", output: "a hit", suppressed: 0 },
     ]);
-    const run = hook(db, payload("u1", "UserPromptSubmit", { prompt: "how are the tests?" }));
-    expect(run.code, run.stderr).toBe(0);
+    const run = await hook(db, payload("u1", "UserPromptSubmit", { prompt: "how are the tests?" }));
+    expect(run.code).toBe(0);
     const answer = JSON.parse(run.stdout) as { hookSpecificOutput: { hookEventName: string; additionalContext: string } };
     expect(answer.hookSpecificOutput.hookEventName).toBe("UserPromptSubmit");
     expect(answer.hookSpecificOutput.additionalContext).toContain("output of x");
@@ -138,16 +152,16 @@ describe("turnfold hook claude-code: UserPromptSubmit, sessions, failures", () =
 
   it("finds the session by CLAUDE_CODE_SESSION_ID first, as turnfold mcp does", async () => {
     const db = await logWith("cc-1234", ["job"]);
-    const run = hook(db, payload("something-else", "Stop"), { CLAUDE_CODE_SESSION_ID: "cc-1234" });
+    const run = command(db, payload("something-else", "Stop"), { CLAUDE_CODE_SESSION_ID: "cc-1234" });
     expect(JSON.parse(run.stdout)).toMatchObject({ decision: "block" });
   });
 
   it("input that is not a hook's is refused in words with a non-zero exit, and nothing is handed over", async () => {
     const db = await logWith("f1", ["job"]);
-    const garbage = hook(db, "not json");
+    const garbage = command(db, "not json");
     expect(garbage.code).toBe(1);
     expect(garbage.stderr).toContain("not JSON");
-    const missing = hook(db, JSON.stringify({ session_id: "f1" }));
+    const missing = command(db, JSON.stringify({ session_id: "f1" }));
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("hook_event_name");
     expect(await marks(db, "f1")).toEqual([]);

@@ -4,6 +4,7 @@
  * walk over the events with nothing but maps, independently of the fold.
  */
 import type { Stored } from "../../src/events/index.js";
+import { Lineage } from "./oracle.js";
 
 export interface Restart {
   readonly seq: number;
@@ -24,9 +25,14 @@ export interface Handoff {
 export function judge(events: readonly Stored[]): { restarts: Restart[]; handoffs: Handoff[] } {
   const aliases = new Map<string, string>();
   const sessions = new Set<string>();
-  const successor = new Map<string, string>();
-  const live = new Map<string, boolean>();
+  const lineage = new Lineage();
+  const successor = lineage.successor;
+  const live = lineage.live;
   const owner = new Map<string, string | undefined>();
+  /** Processes handed over: their owner is the handoff's `to`, whatever an exit says (R35). */
+  const handed = new Set<string>();
+  /** Processes whose current run has exited: a second exit changes nothing. */
+  const exited = new Set<string>();
   const known = new Set<string>();
   const restarts: Restart[] = [];
   const handoffs: Handoff[] = [];
@@ -50,18 +56,13 @@ export function judge(events: readonly Stored[]): { restarts: Restart[]; handoff
       case "session.opened":
         for (const k of e.keys ?? []) if (!aliases.has(k) && !sessions.has(k)) aliases.set(k, e.session);
         sessions.add(e.session);
-        live.set(e.session, true);
+        lineage.step(e);
         break;
       case "session.compressed":
-        if (e.session === e.successor || successor.has(e.session)) break;
-        sessions.add(e.session);
-        sessions.add(e.successor);
-        successor.set(e.session, e.successor);
-        if (live.get(e.session)) live.set(e.successor, true);
-        live.set(e.session, false);
+        if (lineage.step(e)) sessions.add(e.successor);
         break;
       case "session.closed":
-        live.set(e.session, false);
+        lineage.step(e);
         break;
       case "process.started": {
         if (e.replaces !== undefined) {
@@ -71,9 +72,17 @@ export function judge(events: readonly Stored[]): { restarts: Restart[]; handoff
         }
         known.add(e.process);
         owner.set(e.process, e.owner);
+        handed.delete(e.process);
+        exited.delete(e.process);
         break;
       }
       case "process.exited":
+        if (!known.has(e.process)) owner.set(e.process, undefined);
+        // After its exit, a process is its completion's owner's (R33, R35), unless handed over.
+        if (!handed.has(e.process) && !exited.has(e.process) && e.owner !== undefined) owner.set(e.process, e.owner);
+        exited.add(e.process);
+        known.add(e.process);
+        break;
       case "process.consumed":
         if (!known.has(e.process)) owner.set(e.process, undefined);
         known.add(e.process);
@@ -83,7 +92,10 @@ export function judge(events: readonly Stored[]): { restarts: Restart[]; handoff
         const current = owner.get(e.process);
         const effective = (live.get(from) ?? false) && !successor.has(from) && known.has(e.process) && current !== undefined && tip(current) === from;
         handoffs.push({ seq: e.seq, process: e.process, from: e.from, to: e.to, effective });
-        if (effective) owner.set(e.process, e.to);
+        if (effective) {
+          owner.set(e.process, e.to);
+          handed.add(e.process);
+        }
         break;
       }
     }
@@ -95,12 +107,14 @@ export function judge(events: readonly Stored[]): { restarts: Restart[]; handoff
 export function staleSettingAt(events: readonly Stored[], session: string, seq: number, fallback?: number): number | undefined {
   const setting = new Map<string, number | undefined>();
   const seen = new Set<string>();
+  const lineage = new Lineage();
   for (const e of events) {
     if (e.seq >= seq) break;
+    const compressed = lineage.step(e);
     if (e.type === "session.opened") {
       setting.set(e.session, e.staleAfterMs ?? fallback);
       seen.add(e.session);
-    } else if (e.type === "session.compressed" && e.session !== e.successor) {
+    } else if (e.type === "session.compressed" && compressed) {
       if (!seen.has(e.session)) seen.add(e.session);
       if (!seen.has(e.successor)) {
         setting.set(e.successor, setting.get(e.session));

@@ -32,21 +32,42 @@ export function traced(events: readonly Stored[]): Traced {
 export function ownerAt(events: readonly Stored[], key: string, seq: number): string {
   const aliases = new Map<string, string>();
   const sessions = new Set<string>();
-  const successor = new Map<string, string>();
+  const lineage = new Lineage();
   for (const e of events) {
     if (e.seq >= seq) break;
     if (e.type === "session.opened") {
       sessions.add(e.session);
       for (const k of e.keys ?? []) if (!aliases.has(k) && !sessions.has(k)) aliases.set(k, e.session);
     }
-    if (e.type === "session.compressed" && e.session !== e.successor && !successor.has(e.session)) successor.set(e.session, e.successor);
+    lineage.step(e);
   }
   let at = aliases.get(key) ?? key;
-  for (let hops = 0; successor.has(at) && hops < 1000; hops++) at = successor.get(at)!;
+  for (let hops = 0; lineage.successor.has(at) && hops < 1000; hops++) at = lineage.successor.get(at)!;
   return at;
 }
 
-/** The addressed owner of a process's items: the exit's owner, else the start's. */
+/**
+ * Which keys are live and which compressions took effect, read plainly: a key is live once
+ * opened (a retired key never again), until it is closed or compressed; only a live key is
+ * compressed, and its successor is live from then on.
+ */
+export class Lineage {
+  readonly successor = new Map<string, string>();
+  readonly live = new Map<string, boolean>();
+
+  /** Folds one event; true when it was a compression that took effect. */
+  step(e: Stored): boolean {
+    if (e.type === "session.opened" && !this.successor.has(e.session)) this.live.set(e.session, true);
+    if (e.type === "session.closed") this.live.set(e.session, false);
+    if (e.type !== "session.compressed" || e.session === e.successor || !this.live.get(e.session)) return false;
+    this.successor.set(e.session, e.successor);
+    this.live.set(e.session, false);
+    this.live.set(e.successor, true);
+    return true;
+  }
+}
+
+/** The addressed owner of a process's items: the exit's owner, else the start's (no handoffs in the histories that ask). */
 export function processOwner(events: readonly Stored[], process: string): string | undefined {
   let owner: string | undefined;
   for (const e of events) {
@@ -62,24 +83,12 @@ export function processOwner(events: readonly Stored[], process: string): string
  */
 export function busyAt(events: readonly Stored[], session: string, seq: number): boolean {
   const busy = new Map<string, boolean>();
-  const live = new Map<string, boolean>();
-  const retired = new Set<string>();
+  const lineage = new Lineage();
   for (const e of events) {
     if (e.seq >= seq) break;
-    if (e.type === "session.opened") live.set(e.session, true);
     if (e.type === "turn.started" || e.type === "turn.ended") busy.set(e.session, e.type === "turn.started");
-    if (e.type === "session.compressed" && e.session !== e.successor && !retired.has(e.session)) {
-      retired.add(e.session);
-      if (live.get(e.session)) {
-        live.set(e.successor, true);
-        if (busy.get(e.session)) busy.set(e.successor, true);
-      }
-      live.set(e.session, false);
-    }
-    if (e.type === "session.closed") {
-      busy.set(e.session, false);
-      live.set(e.session, false);
-    }
+    if (lineage.step(e) && e.type === "session.compressed" && busy.get(e.session)) busy.set(e.successor, true);
+    if (e.type === "session.closed") busy.set(e.session, false);
   }
   return busy.get(session) ?? false;
 }

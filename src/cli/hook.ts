@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Command } from "commander";
-import { answerClaudeHook, agentSink, ClaudeHookInput, withClaudeHooks } from "../mcp/hook.js";
+import { ClaudeHookInput, runClaudeHook, withClaudeHooks } from "../mcp/hook.js";
 import { openLog } from "../open.js";
 import { InputError, runCommand } from "./io.js";
 import { logTarget, sessionFromHost } from "./mcp.js";
@@ -76,12 +76,8 @@ async function claudeHook(options: HookOptions): Promise<number> {
   if (target === undefined) return 0;
   const log = await openLog(target);
   try {
-    const answer = await answerClaudeHook(log, session, parsed.data);
-    if (answer.output !== undefined) {
-      await new Promise<void>((resolve, reject) => process.stdout.write(JSON.stringify(answer.output) + "\n", (error) => (error ? reject(error) : resolve())));
-    }
-    // Printed: now, and only now, the turns count as handed to the agent.
-    for (const record of answer.records) await log.markDelivered(agentSink(session), record.seq, Date.now());
+    // Printed first: only then do the turns count as handed to the agent.
+    await runClaudeHook(log, session, parsed.data, (line) => new Promise<void>((resolve, reject) => process.stdout.write(line, (error) => (error ? reject(error) : resolve()))));
     return 0;
   } finally {
     await log.close();

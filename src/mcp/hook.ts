@@ -110,6 +110,19 @@ export async function answerClaudeHook(log: EventStore, session: string, input: 
   return { output: undefined, records: [] };
 }
 
+/**
+ * Answers one Claude Code hook: writes the answer (`write` resolves once it is out), and
+ * only then marks the turns it carried as handed to the agent. Returns what it wrote.
+ */
+export async function runClaudeHook(log: EventStore, session: string, input: ClaudeHookInput, write: (line: string) => Promise<void>): Promise<string> {
+  const answer = await answerClaudeHook(log, session, input);
+  if (answer.output === undefined) return "";
+  const line = JSON.stringify(answer.output) + "\n";
+  await write(line);
+  for (const record of answer.records) await log.markDelivered(agentSink(session), record.seq, Date.now());
+  return line;
+}
+
 /** A hook entry of Claude Code's settings: a group of commands (events like Stop take no matcher). */
 interface HookGroup {
   readonly matcher?: string;
