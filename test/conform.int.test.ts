@@ -53,9 +53,9 @@ describe("turnfold conform against turnfold replay - --json", () => {
     expect(r.cases!.total).toBeGreaterThanOrEqual(50);
   }, 120_000);
 
-  // A child per history: 60 in the test command with a fixed seed, so the case suite and
+  // A child per history: 30 in the test command with a fixed seed, so the case suite and
   // the fold cannot drift apart unnoticed; `npm run test:soak` runs 300.
-  const runs = process.env["TURNFOLD_SOAK"] === "1" ? 300 : 60;
+  const runs = process.env["TURNFOLD_SOAK"] === "1" ? 300 : 30;
   it(`agrees on ${runs} generated histories`, async () => {
     // A generous timeout: the whole test command runs beside it, on two cores.
     const args = ["conform", "--runs", String(runs), "--seed", "20261201", "--timeout-ms", "60000", "--cmd", replayCmd, "--json"];
