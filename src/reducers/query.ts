@@ -100,11 +100,6 @@ export class FoldQuery {
     return owner === null ? state.delegations.get(subject)?.owner : owner;
   }
 
-  /** Whether the fold knows a process (running, or settled recently enough that its owner is remembered). */
-  knowsProcess(process: string): boolean {
-    return processOwner(this.#state, process) !== null;
-  }
-
   /** R35: why a handoff of `process` by `from` would be ignored now, or undefined when it would take effect. */
   handOffRefusal(process: string, from: string): string | undefined {
     return handOffRefusal(this.#state, process, from);
@@ -134,15 +129,6 @@ export class FoldQuery {
   keyHolder(key: string): string | undefined {
     const state = this.#state;
     return state.aliases.get(key) ?? (state.sessions.has(key) ? key : undefined);
-  }
-
-  /** Every key the fold knows a session by, with where it stands (for listings). */
-  *sessions(): Generator<{ readonly key: string; readonly surface: string; readonly standing: Standing; readonly predecessor: string | undefined }> {
-    const predecessors = new Map<string, string>();
-    for (const session of this.#state.sessions.values()) if (session.successor !== undefined && !predecessors.has(session.successor)) predecessors.set(session.successor, session.key);
-    for (const session of this.#state.sessions.values()) {
-      yield { key: session.key, surface: session.surface, standing: this.standing(session.key), predecessor: predecessors.get(session.key) };
-    }
   }
 
   /** How many items wait in sessions' queues and inboxes (not unaddressed or parked ones). */

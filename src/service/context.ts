@@ -1,7 +1,8 @@
 /**
  * What the routes of `turnfold serve` share: the options, the log and the parts built on
- * it (the directory of grants, the follower, the stream registry, the metrics), the one
- * way to append, and the two gates a request passes.
+ * it (the directory of grants, the fold's authority, the follower, the stream registry,
+ * the metrics), the ways to append (plain, and an act the fold must honour), and the
+ * gates a request passes (a token that may call the route, a key that is live).
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { EventStore } from "../events/store.js";
