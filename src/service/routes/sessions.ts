@@ -58,7 +58,7 @@ function openRoute(context: ServiceContext): void {
 /** 409 when the fold would not make `session` a live session answering to `keys`. */
 function openable(query: FoldQuery, session: string, keys: readonly string[]): void {
   const standing = query.standing(session);
-  // A retired key is never revived: its live tip continues it (SPEC's settled details).
+  // A retired key is never revived: its live tip continues it (docs/rules.md).
   if (!standing.live && standing.why === "retired") requireLive(query, session);
   for (const key of [session, ...keys]) {
     const holder = query.keyHolder(key);
