@@ -5,8 +5,8 @@
  * key's lineage leads (R14), whether a key is live, whether a handoff would take effect.
  * Nothing here computes ownership or lineage; it asks `FoldQuery`.
  *
- * What it adds is the one filter every read route applies: a caller sees what belongs to
- * its own conversation (`sees`), and nothing else, whatever the route.
+ * What it adds is the one filter every read route applies (`sees`): a caller sees what
+ * belongs to its own key and the keys that continue it, and nothing else, whatever the route.
  */
 import type { Stored } from "../events/schema.js";
 import type { Explanation, ItemStory } from "../projections/explain.js";
