@@ -3,7 +3,8 @@
  * the port, its adapters) imports nothing else of `src`, the reducers import neither
  * projections, sinks nor adapters, and no file imports a file that leads back to it.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
@@ -104,6 +105,50 @@ describe("architecture", () => {
     });
     expect(bad).toEqual([]);
   });
+
+  it("the report page's program is the bundle of its own build target, never the source text of a function (issue 40, point 3)", () => {
+    const page = join(root, "report", "page");
+    const node = sources(root).filter((file) => !file.startsWith(page));
+    // A function's source written into a page: `f.toString()` or `String(f)` of a function
+    // that src declares, or Function.prototype.toString itself.
+    const declared = new Set(node.flatMap((file) => [...readFileSync(file, "utf8").matchAll(/\bfunction\s+([A-Za-z_$][\w$]*)/g)].map((m) => m[1]!)));
+    const bad = node.flatMap((file) => {
+      const text = readFileSync(file, "utf8");
+      const uses = [...text.matchAll(/\b([A-Za-z_$][\w$]*)\.toString\(\)|\bString\(([A-Za-z_$][\w$]*)\)/g)].map((m) => (m[1] ?? m[2])!);
+      // The functions in scope by those names: declared in this file, or imported into it.
+      const own = new Set([...text.matchAll(/\bfunction\s+([A-Za-z_$][\w$]*)/g)].map((m) => m[1]!));
+      const imported = new Set([...text.matchAll(/^import\s*\{([^}]*)\}/gm)].flatMap((m) => m[1]!.split(",").map((n) => n.trim().split(/\s+as\s+/).pop()!)));
+      const named = uses.filter((name) => own.has(name) || (imported.has(name) && declared.has(name)));
+      return /Function\.prototype\.toString/.test(text) || named.length > 0 ? [`${relative(root, file)}: ${named.join(", ")}`] : [];
+    });
+    expect(bad).toEqual([]);
+    // No Node module imports the page's program: it reaches a report only as the bundle.
+    expect([...graph].filter(([, targets]) => targets.some((t) => t.startsWith("report/page/"))).map(([file]) => file).filter((f) => !f.startsWith("report/page/"))).toEqual([]);
+    expect(readFileSync(join(root, "report", "html.ts"), "utf8")).toMatch(/join\("dist", "page", "report\.js"\)/);
+  });
+
+  it("the Node code's type check knows no DOM: `name` and `history` in a Node file do not compile (issue 40, point 3)", () => {
+    const referencesDom = sources(root).filter((file) => !file.startsWith(join(root, "report", "page")) && /reference\s+lib=["']dom/i.test(readFileSync(file, "utf8")));
+    expect(referencesDom.map((f) => relative(root, f))).toEqual([]);
+    const configPath = resolve(root, "..", "tsconfig.json");
+    const config = ts.parseJsonConfigFileContent(ts.readConfigFile(configPath, ts.sys.readFile).config, ts.sys, dirname(configPath));
+    const dir = mkdtempSync(join(tmpdir(), "turnfold-dom-"));
+    try {
+      const probe = join(dir, "probe.ts");
+      writeFileSync(probe, "export const seen: unknown[] = [name, history];\n");
+      // Every file of src the Node check sees, and the probe: a `/// <reference lib="dom"/>`
+      // in any of them would put the DOM's globals into the probe's scope too.
+      const program = ts.createProgram([...config.fileNames.filter((f) => f.startsWith(root)), probe], { ...config.options, noEmit: true });
+      const missing = program.getSemanticDiagnostics(program.getSourceFile(probe)).map((d) => ts.flattenDiagnosticMessageText(d.messageText, " "));
+      expect(missing).toEqual(expect.arrayContaining([expect.stringMatching(/Cannot find name 'name'/), expect.stringMatching(/Cannot find name 'history'/)]));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    // The page has its own check, with the DOM and without Node's types.
+    const pageConfig = ts.readConfigFile(join(root, "report", "page", "tsconfig.json"), ts.sys.readFile).config as { compilerOptions: { lib: string[]; types: string[] } };
+    expect(pageConfig.compilerOptions.lib).toContain("DOM");
+    expect(pageConfig.compilerOptions.types).toEqual([]);
+  }, 60_000);
 
   it("one writer for the ledger: only the ledger's commands and the live runner (applying the fold's moves) write claims and deliveries (issue 37, point 5)", () => {
     const writers = sources(root).flatMap((file) => {

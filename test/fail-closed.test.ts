@@ -6,7 +6,6 @@ import { describe, expect, it } from "vitest";
 import type { Stored } from "../src/events/schema.js";
 import { replay } from "../src/projections/replay.js";
 import { rememberedOwners } from "../src/reducers/state.js";
-import { evolve } from "../src/reducers/reduce.js";
 import { WatchLimiter } from "../src/supervisor/watch.js";
 
 type Loose = Record<string, unknown> & { type: string };
@@ -60,17 +59,6 @@ describe("a notice about a process whose completion was settled", () => {
     expect(turnsOf(all)).toEqual(["s2:watch:p0", `s1:watch:p${n + 9}`, `s1:watch:p${2 * n + 9}`]);
     const { state } = replayState(all);
     expect(state.releasedOwners.size + state.releasedEarlier.size).toBeLessThanOrEqual(2 * n);
-    // The pure form (immer drafts) crosses generations the same way: the events before
-    // the settling drain are folded in place, the drain and what follows through evolve.
-    const settling = events.findIndex((e) => e.type === "drain");
-    let pure = replayState(all.slice(0, settling)).state;
-    const pureTurns: string[] = [];
-    for (const e of all.slice(settling)) {
-      const result = evolve(pure, e);
-      pure = result.state;
-      for (const d of result.dispatches) pureTurns.push(`${d.session}:${d.kind}:${d.items.map((i) => i.member).join(",")}`);
-    }
-    expect(pureTurns).toEqual(turnsOf(all));
   });
 });
 

@@ -111,6 +111,23 @@ describe("the packed package", () => {
     await client.close();
   }, 60_000);
 
+  it("writes a report from the installed package, with the page's bundled program inline (issue 40)", () => {
+    expect(packed).toContain("dist/page/report.js");
+    const history = [
+      { seq: 1, at: 1, type: "session.opened", session: "s1", surface: "tui" },
+      { seq: 2, at: 2, type: "process.exited", process: "p1", exitCode: 0, reason: "exited", output: "done", owner: "s1" },
+      { seq: 3, at: 3, type: "drain", session: "s1", consumer: "tui-poller" },
+    ];
+    writeFileSync(join(scratch, "history.jsonl"), history.map((e) => JSON.stringify(e)).join("\n") + "\n");
+    const bin = join("node_modules", "turnfold", "dist", "src", "cli", "main.js");
+    const run = spawnSync(process.execPath, [bin, "report", "history.jsonl", "-o", "report.html"], { cwd: scratch, encoding: "utf8" });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/1 lane, 1 turn, 0 items without a turn, 3 events/);
+    const html = readFileSync(join(scratch, "report.html"), "utf8");
+    const bundle = readFileSync(join(scratch, "node_modules", "turnfold", "dist", "page", "report.js"), "utf8");
+    expect(html).toContain(`<script>${bundle}</script>`);
+  });
+
   it("passes npm publish --dry-run", () => {
     const run = spawnSync("npm", ["publish", "--dry-run", "--ignore-scripts"], { cwd: repo, encoding: "utf8", timeout: 120_000 });
     expect(run.status, run.stderr.slice(-2000)).toBe(0);

@@ -1,12 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { from, lastValueFrom, toArray } from "rxjs";
-import { createState, evolve, type State } from "../src/reducers/index.js";
 import { inspectFold, Projection } from "../src/projections/project.js";
 import { replay } from "../src/projections/replay.js";
 import { turns } from "../src/projections/turns.js";
 import { verifyRecorded } from "../src/projections/verify.js";
 import { toRecord } from "../src/projections/dispatch-record.js";
-import { renderText, defaultRenderer } from "../src/render/renderer.js";
 import { History, ids } from "./support/history.js";
 
 function sample(): History {
@@ -22,21 +20,6 @@ describe("one projection, three ways to run it", () => {
     const viaRx = await lastValueFrom(from(h.events).pipe(turns(), toArray()));
     expect(viaRx).toEqual(replay(h.events).outputs);
     expect(viaRx.filter((o) => o.type === "turn")).toHaveLength(4);
-  });
-
-  it("the pure immer form decides the same dispatches and leaves the old state untouched", () => {
-    const h = sample();
-    let state: State = createState();
-    const first = state;
-    const texts: string[] = [];
-    for (const event of h.events) {
-      const result = evolve(state, event);
-      state = result.state;
-      for (const d of result.dispatches) texts.push(renderText(d, defaultRenderer));
-    }
-    expect(texts).toEqual(replay(h.events).turns.map((t) => t.text));
-    expect(first.sessions.size).toBe(0);
-    expect(Object.isFrozen(state)).toBe(true);
   });
 
   it("an embedder's templates replace the default texts", () => {

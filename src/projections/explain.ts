@@ -4,6 +4,7 @@
  */
 import type { Stored } from "../events/schema.js";
 import type { Fate, Note } from "../reducers/decisions.js";
+import { itemKindOf } from "../reducers/model.js";
 import type { Waiting } from "../reducers/query.js";
 import { Projection, type ProjectionOptions, type Turn } from "./project.js";
 import { WaitTracker, newWatch, type ForeignDrain, type Watch } from "./stories.js";
@@ -117,6 +118,12 @@ export class Explainer {
     return owners.filter((owner): owner is string => owner !== undefined);
   }
 
+  /** The kind of item the event at `seq` made, for an item the fold no longer holds. */
+  #kindMadeAt(seq: number | undefined): string | undefined {
+    const made = seq === undefined ? undefined : this.#mentioned.find((e) => e.seq === seq);
+    return made === undefined ? undefined : itemKindOf(made.type);
+  }
+
   /** End of the history: the story of every item the id made. */
   finish(): Explanation {
     const id = this.#id;
@@ -139,7 +146,7 @@ export class Explainer {
       const foreign = watch === undefined ? undefined : this.#waits.passedBy(watch);
       return {
         itemSeq: story.itemSeq,
-        kind: found?.item.kind ?? kindFromEvents(this.#mentioned, story.itemSeq),
+        kind: found?.item.kind ?? this.#kindMadeAt(story.itemSeq),
         fates: story.fates,
         turn,
         waiting: found?.waiting,
@@ -156,14 +163,4 @@ export function explain(events: Iterable<Stored>, id: string, options: Projectio
   const explainer = new Explainer(id, options);
   for (const event of events) explainer.push(event);
   return explainer.finish();
-}
-
-function kindFromEvents(events: readonly Stored[], seq: number | undefined): string | undefined {
-  const event = events.find((e) => e.seq === seq);
-  if (event === undefined) return undefined;
-  if (event.type === "process.exited") return "completion";
-  if (event.type === "watch.matched") return "watch";
-  if (event.type === "heartbeat") return "heartbeat";
-  if (event.type.startsWith("delegation.")) return "delegation";
-  return "diagnostic";
 }

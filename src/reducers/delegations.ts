@@ -40,7 +40,7 @@ export function delegationResult(state: State, e: Stored<DelegationItemEvent>, o
   if (e.type === "delegation.completed") delegation.resultMade = true;
   else (delegation.failedTasks ??= new Set()).add(e.taskIndex);
   const context: ItemContext = delegation.goals ? { goals: delegation.goals } : delegation.goal !== undefined ? { goal: delegation.goal } : {};
-  place(state, makeItem("delegation", e, id, delegation.owner, context), e.seq, out);
+  place(state, makeItem(e, id, delegation.owner, context), e.seq, out);
 }
 
 /** The ledger delivered or dropped the result elsewhere: any waiting copy here is moot. */

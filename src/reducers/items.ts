@@ -3,10 +3,12 @@
  * ready, kept in log order in a queue, and released when it reaches its end.
  */
 import type { Stored } from "../events/schema.js";
-import { rememberedOwners, type Item, type ItemContext, type ItemKind, type Session, type State } from "./state.js";
+import { itemKindOf } from "./model.js";
+import { rememberedOwners, type Item, type ItemContext, type Session, type State } from "./state.js";
 
-export function makeItem(kind: ItemKind, event: Stored, member: string | null, owner: string | undefined, context: ItemContext): Item {
-  return { seq: event.seq, kind, member, owner, event, context };
+/** An item made by `event`, of the kind that event makes (`itemKindOf`). */
+export function makeItem(event: Stored, member: string | null, owner: string | undefined, context: ItemContext): Item {
+  return { seq: event.seq, kind: itemKindOf(event.type), member, owner, event, context };
 }
 
 /**

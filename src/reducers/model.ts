@@ -3,10 +3,22 @@
  * items), the kinds of item, and the limits a projection is made with. The state that
  * holds items (`state.ts`) is the reducers' own: nothing outside `src/reducers` imports it.
  */
-import type { Stored, TurnKind } from "../events/schema.js";
+import type { EventType, Stored, TurnKind } from "../events/schema.js";
 
 /** What made an item: a process exit, a watch hit, a heartbeat, a delegation result, or a diagnostic. */
 export type ItemKind = "completion" | "watch" | "heartbeat" | "delegation" | "diagnostic";
+
+/**
+ * The kind of item an event makes: the fold's one answer, which the reducers, `explain`
+ * and the report all use. Events that make no item of their own make diagnostics.
+ */
+export function itemKindOf(type: EventType): ItemKind {
+  if (type === "process.exited") return "completion";
+  if (type === "watch.matched") return "watch";
+  if (type === "heartbeat") return "heartbeat";
+  if (type === "delegation.completed" || type === "delegation.taskFailed") return "delegation";
+  return "diagnostic";
+}
 
 /**
  * The kind of turn an item makes on its own (a run of completions is one `completions`

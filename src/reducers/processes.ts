@@ -6,7 +6,7 @@ import type { EventOf, Stored } from "../events/schema.js";
 import type { Decisions } from "./decisions.js";
 import { forgetProcess, isReleased, makeItem, release, releasedOwner } from "./items.js";
 import { isLive, lineageTip, place } from "./ownership.js";
-import type { Item, ItemContext, ItemKind, Proc, State } from "./state.js";
+import type { Item, ItemContext, Proc, State } from "./state.js";
 
 /** A process no start was recorded for (an exit or a consumption came first): no context. */
 function newProc(): Proc {
@@ -237,7 +237,7 @@ export function processExited(state: State, e: Stored<EventOf<"process.exited">>
     e.command !== undefined && e.command !== proc.command
       ? { command: e.command, ownerTask: proc.ownerTask, handoffNote: proc.handoffNote, startedAt: proc.startedAt }
       : proc;
-  place(state, makeItem("completion", e, e.process, owner, context), e.seq, out);
+  place(state, makeItem(e, e.process, owner, context), e.seq, out);
 }
 
 export function processConsumed(state: State, e: Stored<EventOf<"process.consumed">>): void {
@@ -273,13 +273,12 @@ export function processNotice(state: State, e: Stored<ProcessItemEvent>, out: De
   }
   const proc = state.processes.get(e.process);
   if (e.type === "watch.disabled" && proc) proc.watchDisabled = true;
-  const kind: ItemKind = e.type === "watch.matched" ? "watch" : e.type === "heartbeat" ? "heartbeat" : "diagnostic";
   // After its completion was settled, a process's notices still go to its owner only.
   const owner = proc ? proc.owner : releasedOwner(state, e.process);
-  place(state, makeItem(kind, e, e.process, owner, proc ?? noContext), e.seq, out);
+  place(state, makeItem(e, e.process, owner, proc ?? noContext), e.seq, out);
 }
 
 /** Watch overflow is a diagnostic about no one process: unaddressed. */
 export function watchOverflow(state: State, e: Stored<EventOf<"watch.overflow">>, out: Decisions): void {
-  place(state, makeItem("diagnostic", e, null, undefined, {}), e.seq, out);
+  place(state, makeItem(e, null, undefined, {}), e.seq, out);
 }

@@ -1,21 +1,17 @@
 /**
- * One step of the fold: `(state, event) → state` plus the decisions it takes. `step`
- * writes to the state it is given, so it runs either on an immer draft (`evolve`, the
- * pure public form) or on a state the caller owns outright (the projections' hot loop,
- * where a copy per event would cost more than the work). Both run the same code.
+ * One step of the fold: an event changes the state it is given in place and reports the
+ * decisions it takes. The state belongs to one `Fold` (fold.ts), which nothing else
+ * writes.
  */
-import { current, enableMapSet, isDraft, produce, type Draft } from "immer";
 import type { Stored } from "../events/schema.js";
-import type { Decisions, Dispatch, Note } from "./decisions.js";
+import type { Decisions } from "./decisions.js";
 import { delegationDispatched, delegationResult, delegationSettled } from "./delegations.js";
 import { drain, inputTaken } from "./drain.js";
 import { flushGateway } from "./gateway.js";
 import { expireParked } from "./ownership.js";
 import { processConsumed, processExited, processHandedOff, processNotice, processPolled, processStarted, watchOverflow } from "./processes.js";
 import { sessionClosed, sessionCompressed, sessionOpened, turnBoundary } from "./sessions.js";
-import type { Item, State } from "./state.js";
-
-enableMapSet();
+import type { State } from "./state.js";
 
 export function step(state: State, event: Stored, out: Decisions): void {
   // Events come in many shapes, so each property read here is a generic lookup: read once.
@@ -73,45 +69,4 @@ export function step(state: State, event: Stored, out: Decisions): void {
     case "notification.dispatched":
       return;
   }
-}
-
-/**
- * The pure form: a new state (sharing what did not change) and the decisions taken.
- *
- * @example
- * let state = createState();
- * for (const event of events) {
- *   const result = evolve(state, event);
- *   state = result.state;
- *   turns.push(...result.dispatches);
- * }
- */
-export function evolve(state: State, event: Stored): { state: State; dispatches: Dispatch[]; notes: Note[] } {
-  const dispatches: Dispatch[] = [];
-  const notes: Note[] = [];
-  const next = produce(state, (draft: Draft<State>) => {
-    // Items handed out must outlive the draft: take a plain snapshot of any drafted one.
-    const dispatch = (d: Dispatch) => dispatches.push({ ...d, items: d.items.map(detach) });
-    step(draft as State, event, { dispatch, note: (n) => notes.push(n) });
-  });
-  return { state: next, dispatches, notes };
-}
-
-/** The pure form of the end of input: flushes every open gateway window (R28). */
-export function evolveEnd(state: State): { state: State; dispatches: Dispatch[] } {
-  const dispatches: Dispatch[] = [];
-  const next = produce(state, (draft: Draft<State>) => {
-    const out: Decisions = {
-      dispatch: (d) => dispatches.push({ ...d, items: d.items.map(detach) }),
-    };
-    flushGateway(draft as State, Number.POSITIVE_INFINITY, out, true);
-  });
-  return { state: next, dispatches };
-}
-
-/** A plain copy of an item that may be, or may hold, an immer draft, so it outlives the draft. */
-function detach(item: Item): Item {
-  if (isDraft(item)) return current(item as Draft<Item>) as Item;
-  const plain = <T>(value: T): T => (isDraft(value) ? (current(value as Draft<T>) as T) : value);
-  return { ...item, event: plain(item.event), context: plain(item.context) };
 }

@@ -3,8 +3,7 @@
  * Every item lives in exactly one place at a time (a session queue, an inbox entry, the
  * unaddressed queue or the parking lot), and refers to processes and sessions by id.
  * One object is shared: a process item's context is the process's record, whose context
- * fields never change once made, so an immer copy of the record (its flags changed) and the
- * item's reference to the original always agree on what the item renders.
+ * fields never change once made, so the item always renders what the record says.
  */
 import type { Budget, DrainConsumer, Route, Surface, TurnKind } from "../events/schema.js";
 import type { GatewayOptions, Item, ItemContext, ParkingLimits } from "./model.js";

@@ -89,17 +89,37 @@ export function waitingLine(w: Waiting): string {
   }
 }
 
+/** R31: the rule that kept an item from another session's drain. */
+function onlyFor(owner: string): string {
+  return `it belongs to session ${owner} (and its compression successors) only`;
+}
+
+/** A count of drains of other sessions, worded ("more" for those beyond a list). */
+function otherDrains(count: number, more = ""): string {
+  return count === 1 ? `1 ${more}drain of another session` : `${count} ${more}drains of other sessions`;
+}
+
+/**
+ * R31 in one sentence, for an item still waiting that drains of other sessions passed by:
+ * whose it is, and how many of those drains (naming their sessions, at most five) could
+ * not take it. The report's reason for such an item.
+ */
+export function passedByLine(owner: string, count: number, sessions: readonly string[]): string {
+  const names = sessions.length < 5 ? sessions.join(", ") : `${sessions.join(", ")}, …`;
+  return `${onlyFor(owner)}: ${otherDrains(count)} (${names}) could not take it`;
+}
+
 function storyLines(story: ItemStory): string[] {
   const head = story.itemSeq === undefined ? "no item:" : `${story.kind ?? "item"} made at seq ${story.itemSeq}:`;
   const steps = [
     ...story.fates.map((f) => ({ seq: f.seq, text: fateLine(f) })),
     ...story.foreignDrains.map((d) => ({
       seq: d.seq,
-      text: `seq ${d.seq}: not taken by the drain of ${d.session}: it belongs to session ${d.owner} (and its compression successors) only`,
+      text: `seq ${d.seq}: not taken by the drain of ${d.session}: ${onlyFor(d.owner)}`,
     })),
   ].sort((a, b) => a.seq - b.seq);
   const lines = [head, ...steps.map((step) => `  ${step.text}`)];
-  if (story.foreignDrainCount > story.foreignDrains.length) lines.push(`  …and ${story.foreignDrainCount - story.foreignDrains.length} more drains of other sessions`);
+  if (story.foreignDrainCount > story.foreignDrains.length) lines.push(`  …and ${otherDrains(story.foreignDrainCount - story.foreignDrains.length, "more ")}`);
   if (story.waiting) lines.push(`  ${waitingLine(story.waiting)}`);
   return lines;
 }

@@ -7,131 +7,19 @@
  * The builder hands its rows over in parts while it reads (a turn when it is decided, an
  * item when its fate is final, marks a page at a time), so what it holds is the live state
  * of the fold plus the items still waiting, never the history. The page puts the parts
- * together again (`mergeReportParts`, the same function in Node and in the page).
+ * together again (`mergeReportParts` in parts.ts, the same function in Node and in the page).
  */
 import type { EventType, Stored } from "../events/schema.js";
+import { mergeReportParts, type ReportData, type ReportEventColumns, type ReportHandoff, type ReportLane, type ReportPart, type ReportSuppressed, type ReportTurn, type SuppressedWhy } from "./parts.js";
 import type { Fate, Note } from "../reducers/decisions.js";
+import { itemKindOf, turnKindOf } from "../reducers/model.js";
 import type { FoldQuery } from "../reducers/query.js";
 import type { Waiting } from "../projections/explain.js";
-import { Projection, type ProjectionOptions, type Turn, type TurnFields } from "../projections/project.js";
+import { Projection, type ProjectionOptions, type Turn } from "../projections/project.js";
 import { WaitTracker, type PassedBy, type Watch } from "../projections/stories.js";
-import { fateLine, waitingLine } from "../render/explain.js";
+import { fateLine, passedByLine, waitingLine } from "../render/explain.js";
 
-/** One session's lane. */
-export interface ReportLane {
-  readonly key: string;
-  readonly surface: string;
-  /** The key this session continues (it is the successor of a compression). */
-  readonly continues: string | undefined;
-  /** The key that continues this one. */
-  readonly continuedBy: string | undefined;
-}
-
-/** A turn as the report draws it. */
-export interface ReportTurn extends TurnFields {
-  /** Event time of the drain (or input) that sent it. */
-  readonly at: number;
-  readonly lane: number;
-}
-
-/** Why an item made no turn, in one word (the filter and the marker's colour). */
-export type SuppressedWhy =
-  | "consumed"
-  | "foreign"
-  | "parked"
-  | "expired"
-  | "evicted"
-  | "dropped"
-  | "over-budget"
-  | "busy"
-  | "headless"
-  | "skipped-for-poll"
-  | "duplicate"
-  | "settled-elsewhere"
-  | "no-owner-record"
-  | "never-drained"
-  | "waiting"
-  | "superseded"
-  | "stale";
-
-/** An item that made no turn. */
-export interface ReportSuppressed {
-  readonly member: string | null;
-  /** Seq of the event that made it. */
-  readonly itemSeq: number;
-  /** Seq of the event that decided its fate (or made it, for an item still waiting). */
-  readonly seq: number;
-  readonly at: number;
-  readonly lane: number;
-  readonly kind: string;
-  readonly why: SuppressedWhy;
-  /** The fate's `what`, as `explain --json` reports it for this item's last step. */
-  readonly what: string;
-  /** The reason, in the words of `explain`. */
-  readonly reason: string;
-}
-
-/** R35: a process handed from one session's lane to another's, or a handoff that was refused. */
-export interface ReportHandoff {
-  readonly seq: number;
-  readonly at: number;
-  readonly process: string;
-  readonly fromLane: number;
-  readonly toLane: number;
-  /** True when the fold ignored it: the giver did not own the process, or was not live. */
-  readonly refused: boolean;
-}
-
-/** Drawn events, one column per field. */
-export interface ReportEventColumns {
-  readonly seq: number[];
-  readonly at: number[];
-  readonly lane: number[];
-  /** Index into `eventTypes`. */
-  readonly type: number[];
-}
-
-/** Everything the report page needs, in compact columns where there are many rows. */
-export interface ReportData {
-  readonly source: string;
-  readonly lanes: readonly ReportLane[];
-  /** Event types, indexed by `events.type`. */
-  readonly eventTypes: readonly EventType[];
-  /** One column per field, one row per drawn event. */
-  readonly events: ReportEventColumns;
-  /** Events beyond `maxEventMarks`: counted, not drawn one by one. */
-  readonly undrawnEvents: number;
-  readonly totalEvents: number;
-  readonly turns: readonly ReportTurn[];
-  /** In the order of the seq that decided each one (then of the seq that made it). */
-  readonly suppressed: readonly ReportSuppressed[];
-  /** R35's handoffs, in log order. */
-  readonly handoffs: readonly ReportHandoff[];
-}
-
-/**
- * A piece of a report as the builder hands it over. Rows name lanes by the order the
- * sessions first appeared in; the last part (`end`) gives the lanes in that order and
- * the order to show them in, which is known only at the end.
- */
-export type ReportPart =
-  | {
-      readonly type: "rows";
-      readonly events: ReportEventColumns;
-      readonly turns: readonly ReportTurn[];
-      readonly suppressed: readonly ReportSuppressed[];
-      readonly handoffs?: readonly ReportHandoff[];
-    }
-  | {
-      readonly type: "end";
-      readonly source: string;
-      readonly lanes: readonly ReportLane[];
-      /** Lane numbers (as the rows name them) in the order the page shows them. */
-      readonly laneOrder: readonly number[];
-      readonly eventTypes: readonly EventType[];
-      readonly undrawnEvents: number;
-      readonly totalEvents: number;
-    };
+export { mergeReportParts, type ReportData, type ReportEventColumns, type ReportHandoff, type ReportLane, type ReportPart, type ReportSuppressed, type ReportTurn, type SuppressedWhy };
 
 /** What a finished report holds, counted. */
 export interface ReportSummary {
@@ -146,14 +34,6 @@ export interface ReportOptions extends Omit<ProjectionOptions, "trace"> {
   /** At most this many events are drawn as marks; the rest are counted. Default 500,000. */
   readonly maxEventMarks?: number;
 }
-
-const itemKinds: Partial<Record<EventType, string>> = {
-  "process.exited": "completions",
-  "watch.matched": "watch",
-  heartbeat: "heartbeat",
-  "delegation.completed": "delegation",
-  "delegation.taskFailed": "delegation",
-};
 
 /** Terminal fates: the item is gone, and this is why (a skip for a poll ends only an addressed item). */
 const terminal: Partial<Record<Fate["what"], SuppressedWhy>> = {
@@ -336,7 +216,7 @@ export class ReportBuilder {
     let item = this.#items.get(note.itemSeq);
     if (item === undefined) {
       const made = this.#current!.event.seq === note.itemSeq ? this.#current! : undefined;
-      const kind = made ? (itemKinds[made.event.type] ?? "diagnostic") : "diagnostic";
+      const kind = turnKindOf(made ? itemKindOf(made.event.type) : "diagnostic");
       item = {
         kind,
         lane: made ? made.lane : this.#laneFor(undefined),
@@ -396,9 +276,7 @@ export class ReportBuilder {
     if (waiting?.where === "parked") return { seq: fate.seq, why: "parked", what: fate.what, reason: `${fateLine(fate)}; ${reasonOf()}` };
     if (waiting?.where === "queue") {
       if (passed.count > 0) {
-        const names = passed.sessions.length < 5 ? passed.sessions.join(", ") : `${passed.sessions.join(", ")}, …`;
-        const drains = passed.count === 1 ? "1 drain of another session" : `${passed.count} drains of other sessions`;
-        const reason = `it belongs to session ${waiting.session} (and its compression successors) only: ${drains} (${names}) could not take it; ${reasonOf()}`;
+        const reason = `${passedByLine(waiting.session, passed.count, passed.sessions)}; ${reasonOf()}`;
         return { seq: fate.seq, why: "foreign", what: fate.what, reason };
       }
       if (!waiting.drainedSince) return { seq: fate.seq, why: "never-drained", what: fate.what, reason: reasonOf() };
@@ -493,56 +371,6 @@ export class ReportBuilder {
     if (none !== undefined) place(none);
     return order;
   }
-}
-
-/**
- * Puts a report's parts together: the lanes in the order to show them (every row's lane
- * renumbered to match), the rows of every part in turn, and the items without a turn in
- * the order of the seq that decided each. The page runs this same function on the parts
- * it holds (its source text is written into the page), so it must stay self-contained:
- * no imports, no helpers from this module, nothing a browser lacks.
- */
-export function mergeReportParts(parts: readonly ReportPart[]): ReportData {
-  const events: ReportEventColumns = { seq: [], at: [], lane: [], type: [] };
-  const turns: ReportTurn[] = [];
-  const suppressed: ReportSuppressed[] = [];
-  const handoffs: ReportHandoff[] = [];
-  let end: Extract<ReportPart, { type: "end" }> | undefined;
-  for (const part of parts) {
-    if (part.type === "end") {
-      end = part;
-      continue;
-    }
-    for (let i = 0; i < part.events.seq.length; i++) {
-      events.seq.push(part.events.seq[i]!);
-      events.at.push(part.events.at[i]!);
-      events.lane.push(part.events.lane[i]!);
-      events.type.push(part.events.type[i]!);
-    }
-    for (const turn of part.turns) turns.push(turn);
-    for (const item of part.suppressed) suppressed.push(item);
-    for (const handoff of part.handoffs ?? []) handoffs.push(handoff);
-  }
-  if (end === undefined) throw new Error("the report has no end part: it was cut short");
-  const last = end;
-  const shownAt: number[] = [];
-  last.laneOrder.forEach((lane, i) => {
-    shownAt[lane] = i;
-  });
-  const lane = (n: number): number => shownAt[n] ?? n;
-  for (let i = 0; i < events.lane.length; i++) events.lane[i] = lane(events.lane[i]!);
-  suppressed.sort((a, b) => a.seq - b.seq || a.itemSeq - b.itemSeq);
-  return {
-    source: last.source,
-    lanes: last.laneOrder.map((n) => last.lanes[n]!),
-    eventTypes: last.eventTypes,
-    events,
-    undrawnEvents: last.undrawnEvents,
-    totalEvents: last.totalEvents,
-    turns: turns.map((t) => ({ ...t, lane: lane(t.lane) })),
-    suppressed: suppressed.map((s) => ({ ...s, lane: lane(s.lane) })),
-    handoffs: handoffs.map((h) => ({ ...h, fromLane: lane(h.fromLane), toLane: lane(h.toLane) })),
-  };
 }
 
 /**

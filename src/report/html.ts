@@ -2,23 +2,42 @@
  * The report as one self-contained HTML file: the data inline as JSON, the styles and the
  * script inline, nothing fetched. The data is written in parts as the builder hands them
  * over, each its own JSON script element, so writing a report of any length holds one part
- * at a time; the page puts them together with `mergeReportParts`, whose source it carries,
- * and draws itself with `drawReport` (page.ts), whose compiled source it carries too.
- * Lanes are virtualised (only the rows in view exist in the page) and each row draws its
- * event marks on a canvas limited to the time window in view, so a history of 100,000
+ * at a time. The script is the page's program (`page/main.ts`), bundled at build time into
+ * `dist/page/report.js`: it puts the parts together with `mergeReportParts` and draws the
+ * page. Lanes are virtualised (only the rows in view exist in the page) and each row draws
+ * its event marks on a canvas limited to the time window in view, so a history of 100,000
  * events opens and scrolls like a small one.
  */
-import { mergeReportParts, type ReportPart } from "./data.js";
-import { drawReport } from "./page.js";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { ReportPart } from "./parts.js";
+
+/** Where the build puts the page's program, relative to the package's root. */
+const bundlePath = join("dist", "page", "report.js");
+let program: string | undefined;
 
 /**
- * The page's program: `drawReport` (page.ts, type-checked and compiled with the rest) as
- * its compiled source, called with `mergeReportParts`, the same function Node runs. Both
- * are self-contained functions, so their source is the whole of what they need.
+ * The page's program, read once from the bundle. The package's root is the nearest folder
+ * above this module with a package.json: the same for the compiled module (dist/src/report)
+ * and for its source (src/report, as the tests run it).
  */
-const script = `${mergeReportParts.toString()}\n(${drawReport.toString()})(mergeReportParts);`;
-// The program is written raw into a script element: nothing in it may close that element.
-if (/<\/script/i.test(script)) throw new Error("the report page's program contains </script");
+function pageProgram(): string {
+  if (program !== undefined) return program;
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, "package.json"))) {
+    const up = dirname(dir);
+    if (up === dir) throw new Error(`the report page's program is not built: no package.json above ${fileURLToPath(import.meta.url)}`);
+    dir = up;
+  }
+  const file = join(dir, bundlePath);
+  if (!existsSync(file)) throw new Error(`the report page's program is not built: ${file} is missing (npm run build makes it)`);
+  const text = readFileSync(file, "utf8");
+  // The program is written raw into a script element: nothing in it may close that element.
+  if (/<\/script/i.test(text)) throw new Error(`the report page's program (${file}) contains </script`);
+  program = text;
+  return text;
+}
 
 /** Inline JSON safe inside a script element: `<` is escaped, so no `</script>` can close it early. */
 function inlineJson(value: unknown): string {
@@ -60,7 +79,7 @@ export class ReportPage {
   end(): void {
     if (this.#ended) return;
     this.#ended = true;
-    this.#write(`<script>${script}</script>\n</body>\n</html>\n`);
+    this.#write(`<script>${pageProgram()}</script>\n</body>\n</html>\n`);
   }
 }
 

@@ -1,18 +1,16 @@
-/// <reference lib="dom" />
 /**
  * The report page's program, run in the browser: it joins the data parts the page holds,
  * then draws the lanes and the time window in view, the filters, the list of items
  * without a turn and the details of what is selected.
  *
- * It is type-checked with the rest (with the DOM's types) and compiled with the rest, and
- * `ReportPage` writes the compiled function into the page, so it must stay
- * self-contained: it uses nothing from module scope but types, and gets the one
- * function it shares with Node, `mergeReportParts`, as its argument.
+ * It is its own build target: type-checked with the DOM's types and no Node types
+ * (`tsconfig.json` here), and bundled with what it imports into one script
+ * (`scripts/build-page.mjs`, esbuild) that `ReportPage` writes into every report.
  */
-import type { ReportData, ReportPart, ReportTurn, ReportLane } from "./data.js";
+import { mergeReportParts, type ReportData, type ReportPart, type ReportTurn, type ReportLane } from "../parts.js";
 
 /** Draws the report from the `script.report-part` elements of the page, and keeps it drawn as the view changes. */
-export function drawReport(mergeReportParts: (parts: readonly ReportPart[]) => ReportData): void {
+function drawReport(): void {
   interface Lane {
     readonly lane: ReportLane;
     readonly index: number;
@@ -535,3 +533,5 @@ export function drawReport(mergeReportParts: (parts: readonly ReportPart[]) => R
   refresh();
   document.body.dataset["ready"] = "true";
 }
+
+drawReport();
