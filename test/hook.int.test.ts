@@ -3,12 +3,13 @@
  * the host sends: session_id, transcript_path, cwd, hook_event_name, stop_hook_active)
  * fed to the real command over a SQLite log, where a turn is ready and where none is.
  */
+import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readAll } from "../src/events/log.js";
 import type { Stored, TurnfoldEvent } from "../src/events/schema.js";
-import { ClaudeHookInput, runClaudeHook } from "../src/mcp/hook.js";
+import { HookInput, runHook } from "../src/mcp/hook.js";
 import { openLog } from "../src/open.js";
 import { cli } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";
@@ -57,11 +58,11 @@ function command(db: string, input: string, env: NodeJS.ProcessEnv = {}) {
 
 /** The same answer in this process (the command's own code, without a node start per call). */
 async function hook(db: string, input: string): Promise<{ code: number; stdout: string }> {
-  const parsed = ClaudeHookInput.parse(JSON.parse(input));
+  const parsed = HookInput.parse(JSON.parse(input));
   const log = await openLog(db);
   try {
     let stdout = "";
-    await runClaudeHook(log, parsed.session_id!, parsed, async (line) => void (stdout += line));
+    await runHook(log, parsed.session_id!, parsed, async (line) => void (stdout += line));
     return { code: 0, stdout };
   } finally {
     await log.close();
@@ -198,5 +199,81 @@ describe("turnfold hook install claude-code", () => {
     expect(run.code).toBe(1);
     expect(run.stderr).toContain("nothing was changed");
     expect(readFileSync(join(project, ".claude", "settings.json"), "utf8")).toBe("{ not json");
+  });
+});
+
+/** Runs the fake host (test/fixtures/host.mjs): a server of its own, a child that fails, then one hook through a shell. */
+function hostRun(host: string, db: string, input: string, mcpArgs: readonly string[] = []) {
+  const fixture = join(import.meta.dirname, "fixtures", "host.mjs");
+  const run = spawnSync(process.execPath, [fixture, host, db, input, ...mcpArgs], { encoding: "utf8", timeout: 60_000 });
+  expect(run.status, run.stderr).toBe(0);
+  return JSON.parse(run.stdout) as { pid: number; process: string; code: number; stdout: string; stderr: string };
+}
+
+describe("turnfold hook codex and gemini-cli: the server and the hook find one session through the host's process", () => {
+  it("Codex: the server run with --host codex and the Stop hook (through a login shell) share the session; the turn comes back as a block", async () => {
+    const db = join(dir, `codex-${n++}.sqlite`);
+    // Codex's hook input names its own thread: not a key the server knows.
+    const run = hostRun("codex", db, payload("thread-0199", "Stop", { turn_id: "t1", model: "gpt", permission_mode: "default", last_assistant_message: null, stop_hook_active: false }), ["--host", "codex"]);
+    expect(run.code, run.stderr).toBe(0);
+    const answer = JSON.parse(run.stdout) as { decision: string; reason: string };
+    expect(answer.decision).toBe("block");
+    expect(answer.reason).toContain("built");
+    const events = await eventsOf(db);
+    const opened = events.find((e) => e.type === "session.opened") as { session: string };
+    expect(opened.session).toMatch(new RegExp(`^codex-${run.pid}-\\d+$`));
+    const record = events.find((e) => e.type === "notification.dispatched") as { session: string; consumer: string; members: string[] };
+    expect(record).toMatchObject({ session: opened.session, consumer: "tui-post-turn", members: [run.process] });
+    expect(await marks(db, opened.session)).toHaveLength(1);
+  }, 60_000);
+
+  it("Gemini CLI: the server (recognised by GEMINI_CLI=1) and the AfterAgent hook share the session; the turn comes back as a deny with its text", async () => {
+    const db = join(dir, `gemini-${n++}.sqlite`);
+    const run = hostRun("gemini-cli", db, payload("gemini-session-1", "AfterAgent", { prompt: "build it", prompt_response: "started the build", stop_hook_active: false, timestamp: "2026-12-02T04:00:00Z" }));
+    expect(run.code, run.stderr).toBe(0);
+    const answer = JSON.parse(run.stdout) as { decision: string; reason: string };
+    expect(answer.decision).toBe("deny");
+    expect(answer.reason).toContain("built");
+    const events = await eventsOf(db);
+    const opened = events.find((e) => e.type === "session.opened") as { session: string };
+    expect(opened.session).toMatch(new RegExp(`^gemini-cli-${run.pid}-\\d+$`));
+    expect(await marks(db, opened.session)).toHaveLength(1);
+  }, 60_000);
+
+  it("Gemini CLI: BeforeAgent adds what is ready to the prompt as context", async () => {
+    const db = join(dir, `gemini-${n++}.sqlite`);
+    const run = hostRun("gemini-cli", db, payload("gemini-session-2", "BeforeAgent", { prompt: "what happened?" }));
+    expect(run.code, run.stderr).toBe(0);
+    const answer = JSON.parse(run.stdout) as { hookSpecificOutput: { hookEventName: string; additionalContext: string } };
+    expect(answer.hookSpecificOutput.hookEventName).toBe("BeforeAgent");
+    expect(answer.hookSpecificOutput.additionalContext).toContain("built");
+  }, 60_000);
+
+  it("a --session that is no session key is refused in words, handing nothing over", async () => {
+    const db = await logWith("s1", ["build"]);
+    const run = cli(["hook", "codex", "--db", db, "--session", "not a key!"], { input: payload("x", "Stop") });
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toMatch(/--session.*expected a session key/);
+    expect(await marks(db, "s1")).toEqual([]);
+  });
+});
+
+describe("turnfold hook install codex and gemini-cli", () => {
+  it("writes Codex's hooks.json (Stop, SubagentStop, UserPromptSubmit; timeout in seconds) and Gemini CLI's settings (AfterAgent, BeforeAgent; timeout in milliseconds), keeping what is there", () => {
+    const home = join(dir, `install-${n++}`);
+    mkdirSync(join(home, ".gemini"), { recursive: true });
+    writeFileSync(join(home, ".gemini", "settings.json"), JSON.stringify({ mcpServers: { turnfold: { command: "turnfold", args: ["mcp"] } } }));
+    const codex = cli(["hook", "install", "codex"], { cwd: home });
+    expect(codex.code, codex.stderr).toBe(0);
+    const hooks = JSON.parse(readFileSync(join(home, ".codex", "hooks.json"), "utf8")) as { hooks: Record<string, { hooks: { command: string; timeout: number }[] }[]> };
+    expect(Object.keys(hooks.hooks).sort()).toEqual(["Stop", "SubagentStop", "UserPromptSubmit"]);
+    expect(hooks.hooks["Stop"]![0]!.hooks[0]).toMatchObject({ command: "turnfold hook codex", timeout: 30 });
+    const gemini = cli(["hook", "install", "gemini-cli"], { cwd: home });
+    expect(gemini.code, gemini.stderr).toBe(0);
+    const settings = JSON.parse(readFileSync(join(home, ".gemini", "settings.json"), "utf8")) as { mcpServers: unknown; hooks: Record<string, { hooks: { command: string; timeout: number }[] }[]> };
+    expect(settings.mcpServers).toEqual({ turnfold: { command: "turnfold", args: ["mcp"] } });
+    expect(Object.keys(settings.hooks).sort()).toEqual(["AfterAgent", "BeforeAgent"]);
+    expect(settings.hooks["AfterAgent"]![0]!.hooks[0]).toMatchObject({ command: "turnfold hook gemini-cli", timeout: 30_000 });
+    expect(cli(["hook", "install", "cursor"], { cwd: home }).stderr).toMatch(/unknown host "cursor": expected one of claude-code, codex, gemini-cli/);
   });
 });

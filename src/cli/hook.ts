@@ -1,12 +1,13 @@
-/** `turnfold hook claude-code` (a Claude Code hook) and `turnfold hook install claude-code` (its settings). */
+/** `turnfold hook HOST` (one hook of Claude Code, Codex or Gemini CLI) and `turnfold hook install HOST` (its settings). */
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Command } from "commander";
-import { ClaudeHookInput, runClaudeHook, withClaudeHooks } from "../mcp/hook.js";
+import { agentHosts, sessionFromHost, type AgentHost } from "../mcp/host.js";
+import { HookInput, hookEvents, runHook, withHooks } from "../mcp/hook.js";
 import { openLog } from "../open.js";
 import { InputError, runCommand } from "./io.js";
-import { logTarget, sessionFromHost } from "./mcp.js";
+import { logTarget, parseSession } from "./mcp.js";
 
 interface HookOptions {
   db?: string;
@@ -14,40 +15,53 @@ interface HookOptions {
 }
 
 const help = `
-Claude Code runs it with the hook's JSON on stdin. Install it with:
-  turnfold hook install claude-code           (this project's .claude/settings.json)
-  turnfold hook install claude-code --user    (~/.claude/settings.json)
+The host runs it with the hook's JSON on stdin. Install it with:
+  turnfold hook install claude-code [--user]   .claude/settings.json (~/.claude/ with --user)
+  turnfold hook install codex [--user]         .codex/hooks.json (~/.codex/ with --user)
+  turnfold hook install gemini-cli [--user]    .gemini/settings.json (~/.gemini/ with --user)
 
-Stop, SubagentStop   a turn that is ready comes back as {"decision": "block", "reason": …}:
-                     the agent goes on with it; with nothing ready, the stop goes through
-UserPromptSubmit     what became ready while the agent was idle is added to the prompt
+At the end of a turn (Stop and SubagentStop; Gemini CLI: AfterAgent) a turn that is ready
+comes back as a block with its text: the agent goes on with it; with nothing ready, the
+stop goes through. With the user's prompt (UserPromptSubmit; Gemini CLI: BeforeAgent),
+what became ready while the agent was idle is added to the prompt.
 
 The session is the one \`turnfold mcp\` runs for the same conversation: Claude Code gives
-both CLAUDE_CODE_SESSION_ID (and hooks its session_id).
+both CLAUDE_CODE_SESSION_ID; under Codex and Gemini CLI both name it after the host's own
+process (register the server with --host codex under Codex).
 `;
+
+/** Where `hook install` writes, per host: the project's file, or the user's with --user. */
+const settingsFiles: Record<AgentHost, string> = {
+  "claude-code": join(".claude", "settings.json"),
+  codex: join(".codex", "hooks.json"),
+  "gemini-cli": join(".gemini", "settings.json"),
+};
 
 export function hookCommands(program: Command): void {
   const hook = program.command("hook").description("agent host hooks: hand turnfold's turns to the agent at the end of its turn and with the user's prompt");
-  hook
-    .command("claude-code")
-    .description("answer one Claude Code hook (Stop, SubagentStop, UserPromptSubmit), its JSON read from stdin")
-    .option("--db <log>", "the log (default: TURNFOLD_DB, else turnfold.sqlite in the state folder, as turnfold mcp)")
-    .option("--session <key>", "the session key (default: CLAUDE_CODE_SESSION_ID, else the hook's session_id)")
-    .addHelpText("after", help)
-    .action((options: HookOptions) => runCommand(() => claudeHook(options)));
+  for (const host of agentHosts) {
+    hook
+      .command(host)
+      .description(`answer one ${host} hook (${hookEvents(host).join(", ")}), its JSON read from stdin`)
+      .option("--db <log>", "the log (default: TURNFOLD_DB, else turnfold.sqlite in the state folder, as turnfold mcp)")
+      .option("--session <key>", host === "claude-code" ? "the session key (default: CLAUDE_CODE_SESSION_ID, else the hook's session_id)" : "the session key (default: named after the host's process, as turnfold mcp names it)", parseSession)
+      .addHelpText("after", help)
+      .action((options: HookOptions) => runCommand(() => answer(host, options)));
+  }
   hook
     .command("install")
     .description("add turnfold's hooks to an agent host's settings, keeping every hook already there")
-    .argument("<host>", "the host: claude-code")
-    .option("--project", "this project's .claude/settings.json (the default)")
-    .option("--user", "your ~/.claude/settings.json")
-    .option("--command <cmd>", "the command the host runs", "turnfold hook claude-code")
-    .action((host: string, options: { project?: boolean; user?: boolean; command: string }) =>
+    .argument("<host>", `the host: ${agentHosts.join(", ")}`)
+    .option("--project", "this project's settings (the default)")
+    .option("--user", "your own settings, in your home folder")
+    .option("--command <cmd>", "the command the host runs (default: turnfold hook HOST)")
+    .action((host: string, options: { project?: boolean; user?: boolean; command?: string }) =>
       runCommand(async () => {
-        if (host !== "claude-code") throw new InputError(`install: unknown host ${JSON.stringify(host)}: this version installs hooks for claude-code only`);
+        if (!(agentHosts as readonly string[]).includes(host)) throw new InputError(`install: unknown host ${JSON.stringify(host)}: expected one of ${agentHosts.join(", ")}`);
         if (options.project && options.user) throw new InputError("install: choose --project or --user, not both");
-        const file = options.user ? join(homedir(), ".claude", "settings.json") : join(process.cwd(), ".claude", "settings.json");
-        install(file, options.command);
+        const known = host as AgentHost;
+        const file = join(options.user ? homedir() : process.cwd(), settingsFiles[known]);
+        install(file, options.command ?? `turnfold hook ${known}`, known);
         return 0;
       }),
     );
@@ -59,7 +73,7 @@ async function readStdin(): Promise<string> {
   return text;
 }
 
-async function claudeHook(options: HookOptions): Promise<number> {
+async function answer(host: AgentHost, options: HookOptions): Promise<number> {
   const raw = await readStdin();
   let value: unknown;
   try {
@@ -67,24 +81,28 @@ async function claudeHook(options: HookOptions): Promise<number> {
   } catch (error) {
     throw new InputError(`the hook's input on stdin is not JSON (${(error as Error).message})`);
   }
-  const parsed = ClaudeHookInput.safeParse(value);
+  const parsed = HookInput.safeParse(value);
   if (!parsed.success) throw new InputError(`the hook's input on stdin: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(input)"}: ${i.message}`).join("; ")}`);
-  const session = options.session ?? sessionFromHost(process.env) ?? parsed.data.session_id;
-  if (session === undefined) throw new InputError("no session: neither --session, CLAUDE_CODE_SESSION_ID nor the hook's session_id names one");
+  // Claude Code's hooks and servers share its session id; the other hosts' hook session ids
+  // are not what their servers know, so only the host's process can name the session.
+  const session = options.session ?? sessionFromHost(process.env, host) ?? (host === "claude-code" ? parsed.data.session_id : undefined);
+  if (session === undefined) {
+    throw new InputError(host === "claude-code" ? "no session: neither --session, CLAUDE_CODE_SESSION_ID nor the hook's session_id names one" : `no session: --session is not given, and no ${host} process was found above this hook (it names the session on Linux only)`);
+  }
   const target = logTarget(options.db, false);
   // No log yet: no background work was ever started, so there is nothing to hand over.
   if (target === undefined) return 0;
   const log = await openLog(target);
   try {
     // Printed first: only then do the turns count as handed to the agent.
-    await runClaudeHook(log, session, parsed.data, (line) => new Promise<void>((resolve, reject) => process.stdout.write(line, (error) => (error ? reject(error) : resolve()))));
+    await runHook(log, session, parsed.data, (line) => new Promise<void>((resolve, reject) => process.stdout.write(line, (error) => (error ? reject(error) : resolve()))), host);
     return 0;
   } finally {
     await log.close();
   }
 }
 
-function install(file: string, command: string): void {
+function install(file: string, command: string, host: AgentHost): void {
   let settings: Record<string, unknown> = {};
   if (existsSync(file)) {
     const text = readFileSync(file, "utf8");
@@ -98,7 +116,7 @@ function install(file: string, command: string): void {
   }
   let merged;
   try {
-    merged = withClaudeHooks(settings, command);
+    merged = withHooks(settings, command, host);
   } catch (error) {
     throw new InputError(`${file}: ${(error as Error).message}; nothing was changed`);
   }

@@ -6,6 +6,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { redactUrl } from "../events/urls.js";
 import { pushModes, type PushMode } from "../mcp/modes.js";
+import { agentHosts, sessionFromHost, sessionKey, type AgentHost } from "../mcp/host.js";
 import { openLog } from "../open.js";
 import { reporter, runCommand, stopSignal, stopped } from "./io.js";
 import { outputTailOption, parseDuration, positiveInt, staleAfterOption } from "./options.js";
@@ -13,6 +14,7 @@ import { outputTailOption, parseDuration, positiveInt, staleAfterOption } from "
 interface McpOptions {
   db?: string;
   session?: string;
+  host?: AgentHost;
   push: PushMode;
   pollMs: number;
   outputTail?: number;
@@ -26,9 +28,8 @@ export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(base, "turnfold");
 }
 
-const sessionKey = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
-
-function parseSession(value: string): string {
+/** A `--session` value, refused in words unless it is a session key. */
+export function parseSession(value: string): string {
   if (!sessionKey.test(value)) throw new InvalidArgumentError(`expected a session key of letters, digits and . _ : @ - (at most 128, starting with a letter or digit), got "${value}"`);
   return value;
 }
@@ -53,10 +54,12 @@ project: never register it through npx by name): npm ci && npm link, or npm pack
 npm install -g ./turnfold-*.tgz. Then register the installed binary:
   Claude Code   claude mcp add turnfold -- turnfold mcp
                 turnfold hook install claude-code   (hands turns over at Stop and with prompts)
-  Codex         [mcp_servers.turnfold] with command = "turnfold", args = ["mcp"]
-                in ~/.codex/config.toml
+  Codex         [mcp_servers.turnfold] with command = "turnfold",
+                args = ["mcp", "--host", "codex"] in ~/.codex/config.toml
+                turnfold hook install codex          (its Stop and UserPromptSubmit hooks)
   Gemini CLI    "mcpServers": { "turnfold": { "command": "turnfold", "args": ["mcp"] } }
                 in ~/.gemini/settings.json (in a folder Gemini CLI trusts)
+                turnfold hook install gemini-cli     (its AfterAgent and BeforeAgent hooks)
 
 Afterwards: turnfold sessions LOG, turnfold replay LOG --verify, turnfold report LOG.
 `;
@@ -66,7 +69,8 @@ export function mcpCommand(program: Command): void {
     .command("mcp")
     .description("an MCP server on stdio: background processes for an agent host, with turnfold's rules")
     .option("--db <log>", "the log: a SQLite file or a postgres:// URL (default: TURNFOLD_DB, else turnfold.sqlite in the state folder)")
-    .option("--session <key>", "resume this session key (default: CLAUDE_CODE_SESSION_ID when Claude Code sets it, else a new key, printed on stderr)", parseSession)
+    .option("--session <key>", "resume this session key (default: the conversation's, when the host names it: see --host; else a new key, printed on stderr)", parseSession)
+    .addOption(new Option("--host <host>", "the agent host that runs this server: the session is named after its conversation, as its hooks name it (Claude Code and Gemini CLI are recognised without it)").choices(agentHosts))
     .addOption(new Option("--push <mode>", "how turns reach the host on their own").choices(pushModes).default("none"))
     .option("--poll-ms <ms>", "a fallback wake for the push modes, for a log that gives no change signal (they wake at once on the log's signal and on a child's exit)", positiveInt, 250)
     .addOption(outputTailOption())
@@ -78,7 +82,7 @@ export function mcpCommand(program: Command): void {
         const signal = stopSignal();
         const target = logTarget(options.db, true)!;
         const log = await openLog(target, { create: true });
-        const session = options.session ?? sessionFromHost(process.env) ?? `mcp-${randomBytes(4).toString("hex")}`;
+        const session = options.session ?? sessionFromHost(process.env, options.host) ?? `mcp-${randomBytes(4).toString("hex")}`;
         const say = reporter(false, "turnfold mcp");
         // Loaded here: the SDK is for this command only.
         const [{ startMcpServer }, { StdioServerTransport }] = await Promise.all([import("../mcp/server.js"), import("@modelcontextprotocol/sdk/server/stdio.js")]);
@@ -131,14 +135,4 @@ export function logTarget(db: string | undefined, create: boolean): string | und
   if (!create) return existsSync(file) ? file : undefined;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   return file;
-}
-
-/**
- * The session key a host gives the conversation: Claude Code sets CLAUDE_CODE_SESSION_ID
- * for its stdio MCP servers and its hooks alike, so both find the same session with no
- * per-conversation setup. Undefined when the host sets none (or one that is no key).
- */
-export function sessionFromHost(env: NodeJS.ProcessEnv): string | undefined {
-  const id = env["CLAUDE_CODE_SESSION_ID"]?.trim();
-  return id !== undefined && sessionKey.test(id) ? id : undefined;
 }

@@ -1,15 +1,17 @@
 /**
- * turnfold in Claude Code without channels: its hooks. A hook is a short process the host
- * runs at a moment of the conversation, with a JSON object on stdin; what it prints on
- * stdout steers the host. Two moments matter:
+ * turnfold in agent hosts without channels: their hooks. A hook is a short process the
+ * host runs at a moment of the conversation, with a JSON object on stdin; what it prints on
+ * stdout steers the host. Two moments matter, named by each host its own way:
  *
- * - `Stop` (and `SubagentStop`): the agent finished a turn. This is a post-turn drain
- *   (`tui-post-turn`): when a turn is ready, the hook answers `{"decision": "block",
- *   "reason": TEXT}`, and the agent goes on with exactly that turn. With
+ * - the agent finished a turn (Claude Code's and Codex's `Stop` and `SubagentStop`, Gemini
+ *   CLI's `AfterAgent`). This is a post-turn drain (`tui-post-turn`): when a turn is ready,
+ *   the hook answers with a block (Claude Code, Codex: `{"decision": "block", "reason":
+ *   TEXT}`; Gemini CLI: `"deny"`), and the agent goes on with exactly that turn. With
  *   `stop_hook_active` (the agent goes on because of an earlier block) it drains nothing
  *   new and only hands over turns already decided, so a stop always comes in the end.
- * - `UserPromptSubmit`: what became ready while the agent was idle (a `tui-poller` drain)
- *   is added to the user's prompt as context, as one block.
+ * - the user sent a prompt (`UserPromptSubmit`; Gemini CLI's `BeforeAgent`): what became
+ *   ready while the agent was idle (a `tui-poller` drain) is added to it as context, as
+ *   one block.
  *
  * The turns are the session's `turnfold mcp` turns: the same log, the same session key,
  * the same delivery marks (sink `mcp:KEY`), so a turn handed over by the server is not
@@ -22,18 +24,35 @@ import type { DrainConsumer } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
 import { readPages } from "../events/log.js";
 import { liveTurns } from "../projections/live.js";
+import type { AgentHost } from "./host.js";
 
 
-/** The fields of a Claude Code hook's input that turnfold reads; the rest is kept out of the way. */
-export const ClaudeHookInput = z.looseObject({
+/** The fields of a hook's input that turnfold reads (the three hosts share them); the rest is kept out of the way. */
+export const HookInput = z.looseObject({
   hook_event_name: z.string().min(1),
   session_id: z.string().min(1).optional(),
   stop_hook_active: z.boolean().optional(),
 });
-export type ClaudeHookInput = z.infer<typeof ClaudeHookInput>;
+export type HookInput = z.infer<typeof HookInput>;
 
-/** The hook events turnfold answers. */
-export const claudeHookEvents = ["Stop", "SubagentStop", "UserPromptSubmit"] as const;
+/** What each host calls the two moments, and how it is told to go on with a turn. */
+interface HostHooks {
+  readonly turnEnded: readonly string[];
+  readonly promptSent: string;
+  /** The decision that makes the agent go on with `reason` as its next prompt. */
+  readonly goOn: string;
+}
+
+const hostHooks: Record<AgentHost, HostHooks> = {
+  "claude-code": { turnEnded: ["Stop", "SubagentStop"], promptSent: "UserPromptSubmit", goOn: "block" },
+  codex: { turnEnded: ["Stop", "SubagentStop"], promptSent: "UserPromptSubmit", goOn: "block" },
+  "gemini-cli": { turnEnded: ["AfterAgent"], promptSent: "BeforeAgent", goOn: "deny" },
+};
+
+/** The hook events turnfold answers for a host. */
+export function hookEvents(host: AgentHost): readonly string[] {
+  return [...hostHooks[host].turnEnded, hostHooks[host].promptSent];
+}
 
 /** What a hook prints, and the records it hands over (marked delivered once printed). */
 export interface HookAnswer {
@@ -91,31 +110,32 @@ function drainIfReady(log: EventStore, session: string, consumer: DrainConsumer,
   });
 }
 
-/** The answer to one Claude Code hook: `records` are the turns it hands over. */
-export async function answerClaudeHook(log: EventStore, session: string, input: ClaudeHookInput): Promise<HookAnswer> {
+/** The answer to one hook of `host`: `records` are the turns it hands over. */
+export async function answerHook(log: EventStore, session: string, input: HookInput, host: AgentHost = "claude-code"): Promise<HookAnswer> {
   const event = input.hook_event_name;
-  if (event === "Stop" || event === "SubagentStop") {
+  const names = hostHooks[host];
+  if (names.turnEnded.includes(event)) {
     // Going on because of an earlier block: hand over what was decided, drain nothing new.
     const records = await hookTurns(log, session, input.stop_hook_active ? undefined : "tui-post-turn");
     const first = records[0];
     // One turn at a time: the agent answers it, stops again, and gets the next.
-    return first === undefined ? { output: undefined, records: [] } : { output: { decision: "block", reason: first.text }, records: [first] };
+    return first === undefined ? { output: undefined, records: [] } : { output: { decision: names.goOn, reason: first.text }, records: [first] };
   }
-  if (event === "UserPromptSubmit") {
+  if (event === names.promptSent) {
     const records = await hookTurns(log, session, "tui-poller");
     if (records.length === 0) return { output: undefined, records: [] };
     const additionalContext = records.map((r) => r.text).join("\n\n");
-    return { output: { hookSpecificOutput: { hookEventName: "UserPromptSubmit", additionalContext } }, records };
+    return { output: { hookSpecificOutput: { hookEventName: event, additionalContext } }, records };
   }
   return { output: undefined, records: [] };
 }
 
 /**
- * Answers one Claude Code hook: writes the answer (`write` resolves once it is out), and
- * only then marks the turns it carried as handed to the agent. Returns what it wrote.
+ * Answers one hook: writes the answer (`write` resolves once it is out), and only then
+ * marks the turns it carried as handed to the agent. Returns what it wrote.
  */
-export async function runClaudeHook(log: EventStore, session: string, input: ClaudeHookInput, write: (line: string) => Promise<void>): Promise<string> {
-  const answer = await answerClaudeHook(log, session, input);
+export async function runHook(log: EventStore, session: string, input: HookInput, write: (line: string) => Promise<void>, host: AgentHost = "claude-code"): Promise<string> {
+  const answer = await answerHook(log, session, input, host);
   if (answer.output === undefined) return "";
   const line = JSON.stringify(answer.output) + "\n";
   await write(line);
@@ -123,28 +143,31 @@ export async function runClaudeHook(log: EventStore, session: string, input: Cla
   return line;
 }
 
-/** A hook entry of Claude Code's settings: a group of commands (events like Stop take no matcher). */
+/** A hook entry of a host's settings: a group of commands (events like Stop take no matcher). */
 interface HookGroup {
   readonly matcher?: string;
   readonly hooks?: readonly { readonly type?: string; readonly command?: string }[];
 }
 
 /**
- * Claude Code settings with turnfold's hook added for each event it answers, merged: every
+ * A host's settings with turnfold's hook added for each event it answers, merged: every
  * entry already there stays as it is, and an event that already runs `command` is left
- * alone. Returns the new settings and the events it added the hook to.
+ * alone. The three hosts share this layout (`hooks.EVENT[].hooks[]`); Gemini CLI counts
+ * a hook's timeout in milliseconds, the others in seconds. Returns the new settings and
+ * the events it added the hook to.
  */
-export function withClaudeHooks(settings: Record<string, unknown>, command: string): { settings: Record<string, unknown>; added: string[] } {
+export function withHooks(settings: Record<string, unknown>, command: string, host: AgentHost = "claude-code"): { settings: Record<string, unknown>; added: string[] } {
   const hooks = settings["hooks"];
   if (hooks !== undefined && (typeof hooks !== "object" || hooks === null || Array.isArray(hooks))) throw new TypeError("hooks: expected an object of hook events");
   const merged: Record<string, unknown> = { ...(hooks as Record<string, unknown> | undefined) };
   const added: string[] = [];
-  for (const event of claudeHookEvents) {
+  const timeout = host === "gemini-cli" ? 30_000 : 30;
+  for (const event of hookEvents(host)) {
     const groups = merged[event] ?? [];
     if (!Array.isArray(groups)) throw new TypeError(`hooks.${event}: expected an array of hook groups`);
     const present = (groups as HookGroup[]).some((group) => group?.hooks?.some((hook) => hook?.command === command));
     if (present) continue;
-    merged[event] = [...groups, { hooks: [{ type: "command", command, timeout: 30 }] }];
+    merged[event] = [...groups, { hooks: [{ type: "command", command, timeout }] }];
     added.push(event);
   }
   return { settings: { ...settings, hooks: merged }, added };

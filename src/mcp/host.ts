@@ -1,0 +1,74 @@
+/**
+ * Which conversation of which agent host this process serves, found without any setup per
+ * conversation. Claude Code names it: it gives its stdio MCP servers and its hooks the same
+ * `CLAUDE_CODE_SESSION_ID`. Codex and Gemini CLI give their hooks a session id but give
+ * their MCP servers none, so turnfold names the conversation after the host's own process:
+ * the MCP server is the host's child, and a hook is its child too, or its grandchild
+ * through a shell. Both walk up past shells to the first other process, the host, and take
+ * its pid and start time (so a pid used again later is another key).
+ *
+ * One host process is one conversation as far as turnfold can tell: `/clear` in the same
+ * window keeps the key; a resumed conversation runs in a new process, so it gets a new key.
+ * Linux only (it reads /proc); elsewhere pass `--session` to both.
+ */
+import { readFileSync } from "node:fs";
+
+/** What a session key may be: letters, digits and . _ : @ -, at most 128, starting with a letter or digit. */
+export const sessionKey = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
+
+/** The hosts whose hooks turnfold answers. */
+export const agentHosts = ["claude-code", "codex", "gemini-cli"] as const;
+export type AgentHost = (typeof agentHosts)[number];
+
+/** Programs that stand between a host and the command it runs, never a host themselves. */
+const wrappers = new Set(["sh", "bash", "dash", "zsh", "ksh", "fish", "env", "npx", "npm", "npm exec"]);
+
+interface ProcEntry {
+  readonly pid: number;
+  readonly comm: string;
+  readonly ppid: number;
+  readonly start: string;
+}
+
+function procEntry(pid: number): ProcEntry | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    // Fields after the command name: state, ppid, …, starttime (the 20th).
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { pid, comm, ppid: Number(fields[1]), start: fields[19]! };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The first ancestor of `pid` (its parent, or further up past shells and `env`) that is not a wrapper. */
+export function hostProcess(pid = process.pid): ProcEntry | undefined {
+  let entry = procEntry(pid);
+  for (let depth = 0; entry !== undefined && depth < 8; depth++) {
+    const parent = procEntry(entry.ppid);
+    if (parent === undefined || parent.pid <= 1) return undefined;
+    if (!wrappers.has(parent.comm)) return parent;
+    entry = parent;
+  }
+  return undefined;
+}
+
+/** The session key of the conversation `host` runs in this process's ancestry: `HOST-PID-START` of the host's process. */
+export function hostSessionKey(host: Exclude<AgentHost, "claude-code">, pid = process.pid): string | undefined {
+  const found = hostProcess(pid);
+  return found === undefined ? undefined : `${host}-${found.pid}-${found.start}`;
+}
+
+/**
+ * The session key a host gives this process without flags: Claude Code's session id, or,
+ * under Gemini CLI (which marks its children with GEMINI_CLI=1) or `host`, the host
+ * process's key. Undefined when neither says.
+ */
+export function sessionFromHost(env: NodeJS.ProcessEnv, host?: AgentHost): string | undefined {
+  const claude = env["CLAUDE_CODE_SESSION_ID"]?.trim();
+  if ((host === undefined || host === "claude-code") && claude !== undefined && sessionKey.test(claude)) return claude;
+  if (host === "codex" || host === "gemini-cli") return hostSessionKey(host);
+  if (host === undefined && env["GEMINI_CLI"] === "1") return hostSessionKey("gemini-cli");
+  return undefined;
+}
