@@ -254,7 +254,7 @@ describe("turn text is bounded", () => {
 });
 
 describe("serve: the HTTP edge's small contracts", () => {
-  const served = servedForSuite(() => fresh());
+  const served = servedForSuite(() => fresh(), ["--request-timeout-ms", "3000"]);
 
   it("takes the Bearer scheme in any case", async () => {
     for (const scheme of ["bearer", "BEARER", "Bearer"]) {
