@@ -46,10 +46,7 @@ export class Fold {
     return nextGatewayDeadline(this.#state);
   }
 
-  /**
-   * The state itself, for white-box tests of the reducers (`inspectFold` in
-   * `projections/project.ts`). Nothing in `src` calls it (test/architecture.test.ts).
-   */
+  /** The state itself, for white-box tests of the reducers (`inspectFold`); nothing in `src` reads it. */
   inspect(): Readonly<State> {
     return this.#state;
   }
