@@ -99,8 +99,9 @@ export async function appendBench(): Promise<Row[]> {
         value: fmt(batched.a),
         baseline: `${fmt(batched.b)} raw better-sqlite3`,
         ratio,
-        target: "ratio ≥ 0.8",
-        pass: ratio >= 0.8,
+        // The raw append neither checks nor redacts; turnfold's does both.
+        target: "ratio ≥ 0.85",
+        pass: ratio >= 0.85,
       },
       {
         name: "append, one event (median µs)",
