@@ -119,14 +119,10 @@ async function claimRows(database: string, fresh: () => string): Promise<Row[]> 
     let done = 0;
     await Promise.all(
       logs.map(async (log, w) => {
+        // Each worker takes the next free row, as the raw loop's SKIP LOCKED does.
         const ledger = new Ledger(log, { consumer: `w${w}` });
-        for (;;) {
-          const pending = await ledger.pending();
-          if (pending.length === 0) return;
-          for (const row of pending) {
-            const claim = await ledger.claim(row.delegation);
-            if (claim.claimed && (await ledger.complete(row.delegation, claim.claim)).ok) done++;
-          }
+        for (let next = await ledger.claimNext(); next; next = await ledger.claimNext()) {
+          if ((await ledger.complete(next.row.delegation, next.claim)).ok) done++;
         }
       }),
     );

@@ -25,7 +25,7 @@ const fixture = (name: string) => join(import.meta.dirname, "fixtures", name);
 const child = (script: string, args: readonly string[]) => spawnChild([fixture(script), ...args]);
 
 describe("claim race across processes (R25, R26)", () => {
-  it("4 processes competing for 1,000 completed delegations deliver each exactly once, none left pending", async () => {
+  it("4 processes competing for 1,000 completed delegations (two claiming listed rows, two with claimNext) deliver each exactly once, none left pending", async () => {
     const path = fresh();
     const log = await openLog(path);
     const events: TurnfoldEvent[] = [];
@@ -34,7 +34,8 @@ describe("claim race across processes (R25, R26)", () => {
       events.push({ type: "delegation.completed", at: 2, delegation: `d${i}`, status: "completed" });
     }
     await log.append(events);
-    const children = ["a", "b", "c", "d"].map((c) => child("claimer.mjs", [path, c]));
+    // Two claim the rows they list, two take them with claimNext: every way of claiming, side by side.
+    const children = ["a", "b", "c", "d"].map((c, i) => child("claimer.mjs", [path, c, ...(i >= 2 ? ["next"] : [])]));
     await Promise.all(children.map((c) => c.ready));
     for (const c of children) c.proc.stdin.write("go\n");
     const results = await Promise.all(children.map((c) => c.exited));

@@ -77,7 +77,7 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
 
   // 400 delegations in the test command; `npm run test:soak` races for 1,000.
   const delegations = process.env["TURNFOLD_SOAK"] === "1" ? 1000 : 400;
-  it(`4 processes racing for ${delegations} delegations deliver each exactly once, none left pending`, async () => {
+  it(`4 processes racing for ${delegations} delegations (two claiming listed rows, two with claimNext) deliver each exactly once, none left pending`, async () => {
     const target = url();
     const log = await openLog(target);
     const events: TurnfoldEvent[] = [];
@@ -86,7 +86,8 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
       events.push({ type: "delegation.completed", at: 2, delegation: `d${i}`, status: "completed" });
     }
     await log.append(events);
-    const claimers = ["a", "b", "c", "d"].map((c) => child([fixture("claimer.mjs"), target, c]));
+    // Two claim the rows they list, two take them with claimNext: every way of claiming, side by side.
+    const claimers = ["a", "b", "c", "d"].map((c, i) => child([fixture("claimer.mjs"), target, c, ...(i >= 2 ? ["next"] : [])]));
     await Promise.all(claimers.map((c) => c.ready));
     for (const c of claimers) c.proc.stdin.write("go\n");
     const lists = (await Promise.all(claimers.map((c) => c.exited))).map((r) => {

@@ -67,6 +67,7 @@ export class MemoryLog implements EventStore {
         lastSeq: async () => this.#events.length,
         append: async (events) => this.#appendNow(events, false),
         row: async (projection, key) => parse(this.#rows.get(projection.name)?.get(key)) as never,
+        rows: (projection, options) => this.rows(projection, options),
       };
       try {
         const result = await body(tx);

@@ -270,6 +270,7 @@ export class PostgresLog implements EventStore {
         lastSeq: () => this.#last(trx),
         append: insert,
         row: (projection, key) => this.#row(trx, projection, key),
+        rows: (projection, options) => this.#rows(trx, projection, options),
       }),
     );
   }
@@ -278,12 +279,16 @@ export class PostgresLog implements EventStore {
     return this.#row(this.#db, projection, key);
   }
 
-  async rows<Row>(projection: InlineProjection<Row>, options: ListOptions): Promise<Row[]> {
+  rows<Row>(projection: InlineProjection<Row>, options: ListOptions): Promise<Row[]> {
+    return this.#rows(this.#db, projection, options);
+  }
+
+  async #rows<Row>(db: Kysely<unknown>, projection: InlineProjection<Row>, options: ListOptions): Promise<Row[]> {
     this.#registered(projection);
     const table = this.#layout.projection(projection.name);
     const limit = options.limit ?? 1_000_000_000;
     const where = options.tag === null ? sql`tag IS NULL` : sql`tag = ${options.tag}`;
-    const found = await sql<{ row: string }>`SELECT row FROM ${table} WHERE ${where} ORDER BY updated_at, key LIMIT ${limit}`.execute(this.#db);
+    const found = await sql<{ row: string }>`SELECT row FROM ${table} WHERE ${where} ORDER BY updated_at, key LIMIT ${limit}`.execute(db);
     return found.rows.map((r) => JSON.parse(r.row) as Row);
   }
 

@@ -357,6 +357,7 @@ export class SqliteLog implements EventStore {
           return seqs;
         },
         row: async (projection, key) => this.#rows.get(projection as InlineProjection<unknown>, key) as never,
+        rows: async (projection, options) => this.#rows.list(projection as InlineProjection<unknown>, options.tag, options.limit ?? 1_000_000_000) as never,
       };
       try {
         const result = await body(tx);

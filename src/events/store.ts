@@ -42,6 +42,8 @@ export interface StoreTransaction {
   /** Appends and applies the inline projections; resolves to the seqs. */
   append(events: readonly TurnfoldEvent[]): Promise<readonly number[]>;
   row<Row>(projection: InlineProjection<Row>, key: string): Promise<Row | undefined>;
+  /** Rows of one tag, least recently updated first, as this transaction sees them. */
+  rows<Row>(projection: InlineProjection<Row>, options: ListOptions): Promise<Row[]>;
 }
 
 /** Which rows of an inline projection to list: one tag (`null` for none), at most `limit`. */

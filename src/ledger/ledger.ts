@@ -92,6 +92,33 @@ export class Ledger {
     });
   }
 
+  /**
+   * Claims the pending delegation that waited longest among those nobody holds (or whose
+   * holder's lease ran out), in one transaction: workers side by side never spend a
+   * transaction on a row another one holds, as `claim` of a listed row may. Undefined when
+   * no row is free.
+   *
+   * @example
+   * for (let next = await ledger.claimNext(); next; next = await ledger.claimNext()) {
+   *   await deliver(next.row);
+   *   await ledger.complete(next.row.delegation, next.claim);
+   * }
+   */
+  claimNext(): Promise<{ readonly claim: string; readonly row: LedgerRow } | undefined> {
+    return this.#log.transact(async (tx) => {
+      const now = this.#clock();
+      // A claim moves its row to the end of the order (it is updated), so the first rows
+      // are nearly always free; the rest are read only when the first page is all held.
+      let rows = await tx.rows(this.#table, { tag: "pending", limit: 32 });
+      if (rows.length === 32 && rows.every((row) => decideClaim(row, now, this.#policy) !== undefined)) rows = await tx.rows(this.#table, { tag: "pending" });
+      const free = rows.find((row) => decideClaim(row, now, this.#policy) === undefined);
+      if (free === undefined) return undefined;
+      const claim = this.#newClaim();
+      await tx.append([this.#event("delegation.claimed", free.delegation, claim, now)]);
+      return { claim, row: (await tx.row(this.#table, free.delegation))! };
+    });
+  }
+
   /** The owner received it: delivered, final. */
   complete(delegation: string, claim: string): Promise<Transition> {
     return this.#withClaim(delegation, claim, () => "delegation.delivered");

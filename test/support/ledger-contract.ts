@@ -100,6 +100,37 @@ export function describeLedgerContract(adapter: Adapter): void {
       await log.close();
     });
 
+    it("claimNext takes the longest-waiting free row, never one another holds, takes back a row whose lease ran out, and says when none is free", async () => {
+      const { log, clock, ledger } = await setup();
+      // 40 rows: more than the first page claimNext reads, so the held ones fill it.
+      for (let i = 0; i < 40; i++) {
+        await completed(log, `d${i}`, clock.now());
+        clock.advance(1);
+      }
+      const taken: string[] = [];
+      for (let i = 0; i < 40; i++) {
+        const next = await ledger(`w${i % 4}`).claimNext();
+        expect(next, `claim ${i}`).toBeDefined();
+        expect(next!.row.claim).toBe(next!.claim);
+        taken.push(next!.row.delegation);
+      }
+      expect(taken).toEqual(Array.from({ length: 40 }, (_, i) => `d${i}`));
+      // A row that became pending after those claims sorts behind the 40 held ones: found
+      // past the first page.
+      clock.advance(1);
+      await completed(log, "d40", clock.now());
+      expect(await ledger("w1").claimNext()).toMatchObject({ row: { delegation: "d40" } });
+      const before = await log.lastSeq();
+      expect(await ledger("late").claimNext()).toBeUndefined();
+      expect(await log.lastSeq(), "a claimNext that finds nothing appends nothing").toBe(before);
+      // Delivered rows leave the pending list; a held row whose lease ran out is free again.
+      expect(await ledger("w0").complete("d0", "claim-1")).toMatchObject({ ok: true });
+      clock.advance(defaultLedgerPolicy.leaseMs + 1);
+      const again = await ledger("late").claimNext();
+      expect(again).toMatchObject({ row: { delegation: "d1", attempts: 2 } });
+      await log.close();
+    });
+
     it("every transition with a wrong or stale token is refused and appends nothing", async () => {
       const { log, clock, ledger } = await setup();
       await completed(log, "d1", clock.now());
