@@ -21,7 +21,10 @@ export const agentHosts = ["claude-code", "codex", "gemini-cli"] as const;
 export type AgentHost = (typeof agentHosts)[number];
 
 /** Programs that stand between a host and the command it runs, never a host themselves. */
-const wrappers = new Set(["sh", "bash", "dash", "zsh", "ksh", "fish", "env", "npx", "npm", "npm exec"]);
+const wrappers = new Set(["sh", "bash", "dash", "zsh", "ksh", "fish", "env", "npx", "npm"]);
+
+/** npm names its processes after what they run ("npm exec turnfo…", cut at 15 characters). */
+const isWrapper = (comm: string) => wrappers.has(comm) || comm.startsWith("npm ");
 
 interface ProcEntry {
   readonly pid: number;
@@ -48,7 +51,7 @@ export function hostProcess(pid = process.pid): ProcEntry | undefined {
   for (let depth = 0; entry !== undefined && depth < 8; depth++) {
     const parent = procEntry(entry.ppid);
     if (parent === undefined || parent.pid <= 1) return undefined;
-    if (!wrappers.has(parent.comm)) return parent;
+    if (!isWrapper(parent.comm)) return parent;
     entry = parent;
   }
   return undefined;
