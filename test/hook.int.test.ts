@@ -210,6 +210,14 @@ function hostRun(host: string, db: string, input: string, mcpArgs: readonly stri
   return JSON.parse(run.stdout) as { pid: number; process: string; code: number; stdout: string; stderr: string };
 }
 
+/** The session the fake host's server opened, after checking it is named after the host's process; with the log's events. */
+async function hostSession(db: string, host: string, pid: number): Promise<{ events: Stored[]; session: string }> {
+  const events = await eventsOf(db);
+  const opened = events.find((e) => e.type === "session.opened") as { session: string };
+  expect(opened.session).toMatch(new RegExp(`^${host}-${pid}-\\d+$`));
+  return { events, session: opened.session };
+}
+
 describe("turnfold hook codex and gemini-cli: the server and the hook find one session through the host's process", () => {
   it("Codex: the server run with --host codex and the Stop hook (through a login shell) share the session; the turn comes back as a block", async () => {
     const db = join(dir, `codex-${n++}.sqlite`);
@@ -219,12 +227,10 @@ describe("turnfold hook codex and gemini-cli: the server and the hook find one s
     const answer = JSON.parse(run.stdout) as { decision: string; reason: string };
     expect(answer.decision).toBe("block");
     expect(answer.reason).toContain("built");
-    const events = await eventsOf(db);
-    const opened = events.find((e) => e.type === "session.opened") as { session: string };
-    expect(opened.session).toMatch(new RegExp(`^codex-${run.pid}-\\d+$`));
+    const { events, session } = await hostSession(db, "codex", run.pid);
     const record = events.find((e) => e.type === "notification.dispatched") as { session: string; consumer: string; members: string[] };
-    expect(record).toMatchObject({ session: opened.session, consumer: "tui-post-turn", members: [run.process] });
-    expect(await marks(db, opened.session)).toHaveLength(1);
+    expect(record).toMatchObject({ session, consumer: "tui-post-turn", members: [run.process] });
+    expect(await marks(db, session)).toHaveLength(1);
   }, 60_000);
 
   it("Gemini CLI: the server (recognised by GEMINI_CLI=1) and the AfterAgent hook share the session; the turn comes back as a deny with its text", async () => {
@@ -234,10 +240,8 @@ describe("turnfold hook codex and gemini-cli: the server and the hook find one s
     const answer = JSON.parse(run.stdout) as { decision: string; reason: string };
     expect(answer.decision).toBe("deny");
     expect(answer.reason).toContain("built");
-    const events = await eventsOf(db);
-    const opened = events.find((e) => e.type === "session.opened") as { session: string };
-    expect(opened.session).toMatch(new RegExp(`^gemini-cli-${run.pid}-\\d+$`));
-    expect(await marks(db, opened.session)).toHaveLength(1);
+    const { session } = await hostSession(db, "gemini-cli", run.pid);
+    expect(await marks(db, session)).toHaveLength(1);
   }, 60_000);
 
   it("Gemini CLI: BeforeAgent adds what is ready to the prompt as context", async () => {

@@ -107,11 +107,11 @@ export class Ledger {
   claimNext(): Promise<{ readonly claim: string; readonly row: LedgerRow } | undefined> {
     return this.#log.transact(async (tx) => {
       const now = this.#clock();
+      const claimable = (row: LedgerRow) => decideClaim(row, now, this.#policy) === undefined;
       // A claim moves its row to the end of the order (it is updated), so the first rows
       // are nearly always free; the rest are read only when the first page is all held.
-      let rows = await tx.rows(this.#table, { tag: "pending", limit: 32 });
-      if (rows.length === 32 && rows.every((row) => decideClaim(row, now, this.#policy) !== undefined)) rows = await tx.rows(this.#table, { tag: "pending" });
-      const free = rows.find((row) => decideClaim(row, now, this.#policy) === undefined);
+      const first = await tx.rows(this.#table, { tag: "pending", limit: 32 });
+      const free = first.find(claimable) ?? (first.length === 32 ? (await tx.rows(this.#table, { tag: "pending" })).find(claimable) : undefined);
       if (free === undefined) return undefined;
       const claim = this.#newClaim();
       await tx.append([this.#event("delegation.claimed", free.delegation, claim, now)]);

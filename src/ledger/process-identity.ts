@@ -11,16 +11,32 @@ export interface ProcessIdentity {
   readonly start: string;
 }
 
-/** The start time of a running process, or undefined when there is none with that pid. */
-export function processStart(pid: number): string | undefined {
+/** What /proc/PID/stat says of a running process: its command name, parent, process group and start time. */
+export interface ProcStat {
+  readonly pid: number;
+  readonly comm: string;
+  readonly ppid: number;
+  readonly group: number;
+  readonly start: string;
+}
+
+/** /proc/PID/stat of a running process, or undefined when there is none with that pid (or no /proc). */
+export function procStat(pid: number): ProcStat | undefined {
+  let stat: string;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The command name (field 2) may hold spaces and parentheses; count from its end.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return fields[19];
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   } catch {
     return undefined;
   }
+  // The command name (field 2) may hold spaces and parentheses; count from its end.
+  const end = stat.lastIndexOf(")");
+  const fields = stat.slice(end + 2).split(" ");
+  return { pid, comm: stat.slice(stat.indexOf("(") + 1, end), ppid: Number(fields[1]), group: Number(fields[2]), start: fields[19]! };
+}
+
+/** The start time of a running process, or undefined when there is none with that pid. */
+export function processStart(pid: number): string | undefined {
+  return procStat(pid)?.start;
 }
 
 /** This process's identity (pid and start time), to record as a delegation's owner. */
@@ -57,14 +73,8 @@ export function thisHost(): HostIdentity {
 
 /** The process group of a running process, or undefined when there is none with that pid. */
 export function processGroup(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const group = Number(fields[2]);
-    return Number.isInteger(group) ? group : undefined;
-  } catch {
-    return undefined;
-  }
+  const group = procStat(pid)?.group;
+  return group !== undefined && Number.isInteger(group) ? group : undefined;
 }
 
 /** The value of one variable in a running process's environment as it was at its start; undefined when unreadable or unset. */

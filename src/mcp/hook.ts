@@ -26,7 +26,6 @@ import { readPages } from "../events/log.js";
 import { liveTurns } from "../projections/live.js";
 import type { AgentHost } from "./host.js";
 
-
 /** The fields of a hook's input that turnfold reads (the three hosts share them); the rest is kept out of the way. */
 export const HookInput = z.looseObject({
   hook_event_name: z.string().min(1),

@@ -11,7 +11,7 @@
  * window keeps the key; a resumed conversation runs in a new process, so it gets a new key.
  * Linux only (it reads /proc); elsewhere pass `--session` to both.
  */
-import { readFileSync } from "node:fs";
+import { procStat, type ProcStat } from "../ledger/process-identity.js";
 
 /** What a session key may be: letters, digits and . _ : @ -, at most 128, starting with a letter or digit. */
 export const sessionKey = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
@@ -26,30 +26,11 @@ const wrappers = new Set(["sh", "bash", "dash", "zsh", "ksh", "fish", "env", "np
 /** npm names its processes after what they run ("npm exec turnfo…", cut at 15 characters). */
 const isWrapper = (comm: string) => wrappers.has(comm) || comm.startsWith("npm ");
 
-interface ProcEntry {
-  readonly pid: number;
-  readonly comm: string;
-  readonly ppid: number;
-  readonly start: string;
-}
-
-function procEntry(pid: number): ProcEntry | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-    // Fields after the command name: state, ppid, …, starttime (the 20th).
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return { pid, comm, ppid: Number(fields[1]), start: fields[19]! };
-  } catch {
-    return undefined;
-  }
-}
-
 /** The first ancestor of `pid` (its parent, or further up past shells and `env`) that is not a wrapper. */
-export function hostProcess(pid = process.pid): ProcEntry | undefined {
-  let entry = procEntry(pid);
+export function hostProcess(pid = process.pid): ProcStat | undefined {
+  let entry = procStat(pid);
   for (let depth = 0; entry !== undefined && depth < 8; depth++) {
-    const parent = procEntry(entry.ppid);
+    const parent = procStat(entry.ppid);
     if (parent === undefined || parent.pid <= 1) return undefined;
     if (!isWrapper(parent.comm)) return parent;
     entry = parent;

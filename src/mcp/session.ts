@@ -15,12 +15,11 @@ import type { EventStore } from "../events/store.js";
 import { backoffMs, isTransientStoreError } from "../events/transient.js";
 import { fromRecord, type StoredDispatch } from "../projections/dispatch-record.js";
 import { liveTurns, type LiveView } from "../projections/live.js";
-import type { Turn } from "../projections/project.js";
-import type { ReadyItem } from "../projections/project.js";
+import type { ReadyItem, Turn } from "../projections/project.js";
 import { Supervisor, type ExitResult, type LogPage, type WaitResult } from "../supervisor/supervisor.js";
+import { agentSink } from "./hook.js";
 import { readHistory, reportLost } from "./recovery.js";
 import { OutputSpool } from "./spool.js";
-
 
 /** A turn handed to the agent (`seq`: the drain that decided it), and which record of the log it is. */
 export type HandedTurn = Turn & {
@@ -105,7 +104,7 @@ export class AgentSession {
   private constructor(options: AgentSessionOptions, lastIndex: number) {
     this.session = options.session;
     this.#log = options.log;
-    this.#sink = `mcp:${options.session}`;
+    this.#sink = agentSink(options.session);
     this.#catchUpMs = options.catchUpMs ?? 10_000;
     this.#next = lastIndex;
     this.#spool = new OutputSpool(options.spoolDir);

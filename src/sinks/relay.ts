@@ -43,7 +43,6 @@ interface Lane {
   retryAt: number;
 }
 
-
 /** What a relay did: how many it delivered; when it gave up, which records it left undelivered. */
 export interface RelayResult {
   readonly delivered: number;
