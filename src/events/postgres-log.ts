@@ -16,6 +16,13 @@
  * commit order, so taking it first makes the read and the decision exact at no extra
  * cost, and a lost race is a refusal value, never a deadlock.
  *
+ * Round trips: a write holds the lock for as few as it can, since every other writer waits
+ * on it. `BEGIN`, the lock and the `max(seq)` read go in one simple-protocol query (each of
+ * its statements takes its own snapshot, so the read sees every commit before the lock);
+ * the events, the inline projections' rows and the notify go in one statement; the rows a
+ * transaction read or wrote are kept for its later reads (under the lock nobody else can
+ * change them). A claim is four round trips, an append three.
+ *
  * Wake-ups: each committing write calls pg_notify on the log's channel; tails and live
  * runners LISTEN on one dedicated connection, and poll now and then in case a
  * notification was lost with a dropped connection.
@@ -117,7 +124,7 @@ export async function openPostgresLog(target: string, options: PostgresLogOption
     checkProjections(projections);
     await prepareProjections(host, projections);
     const logId = await readMeta(db, layout, "log_id");
-    return new PostgresLog(db, parsed, layout, logId ?? "", projections, options.pollMs ?? 1000, options.redact ?? defaultRedactor);
+    return new PostgresLog(db, pool, parsed, layout, logId ?? "", projections, options.pollMs ?? 1000, options.redact ?? defaultRedactor);
   } catch (error) {
     await db.destroy();
     throw error;
@@ -138,7 +145,18 @@ class Layout {
   }
   /** Takes the log's write lock until the transaction ends. */
   lock(): RawBuilder<unknown> {
-    return sql`SELECT pg_advisory_xact_lock(hashtextextended(${`turnfold:${this.schema}`}, 0))`;
+    return sql`SELECT pg_advisory_xact_lock(hashtextextended(${this.#lockKey}, 0))`;
+  }
+  /**
+   * A write transaction's first round trip: begins, takes the lock, then reads the last
+   * seq. No parameters, so it goes as one simple query (the schema name is checked to be
+   * letters, digits and _, and the lock key is the same text `lock()` binds).
+   */
+  get begin(): string {
+    return `BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('${this.#lockKey}', 0)); SELECT coalesce(max(seq), 0)::text AS last FROM "${this.schema}".events`;
+  }
+  get #lockKey(): string {
+    return `turnfold:${this.schema}`;
   }
 }
 
@@ -200,25 +218,65 @@ function layoutHost(db: Kysely<unknown>, layout: Layout, shown: string): LayoutH
   return host;
 }
 
-/** Applies events to the projections in one read and one write per projection. */
-async function applyRows(trx: Kysely<unknown>, layout: Layout, projections: readonly AnyInlineProjection[], events: readonly Stored[]): Promise<void> {
+/** A write transaction under the log's lock: the last seq and the rows it has seen, which nobody else can change meanwhile. */
+interface WriteTransaction {
+  last: number;
+  readonly rows: RowCache;
+  readonly run: Run;
+  insert(events: readonly TurnfoldEvent[]): Promise<number[]>;
+}
+
+/** Runs one kysely-built query and resolves to its rows. */
+type Run = <R>(query: RawBuilder<R>) => Promise<R[]>;
+
+/** The projections' new rows after `events`: the rows to upsert, per projection, reading the ones `known` lacks. */
+async function evolveRows(run: Run, layout: Layout, projections: readonly AnyInlineProjection[], events: readonly Stored[], known: RowCache): Promise<RawBuilder<unknown>[]> {
+  const upserts: RawBuilder<unknown>[] = [];
   for (const projection of projections as readonly InlineProjection<unknown>[]) {
     const mine = events.filter((e) => projection.eventTypes.has(e.type));
     if (mine.length === 0) continue;
-    const table = layout.projection(projection.name);
-    const keys = [...new Set(mine.flatMap((e) => projection.keys(e)))];
-    const found = await sql<{ key: string; row: string }>`SELECT key, row FROM ${table} WHERE key = ANY(${keys})`.execute(trx);
-    const rows = new Map<string, unknown>(found.rows.map((r) => [r.key, JSON.parse(r.row)]));
-    const changed = new Set<string>();
-    for (const event of mine) {
-      applyInline([projection as AnyInlineProjection], event, (_p, key) => rows.get(key), (_p, key, row) => (rows.set(key, row), changed.add(key)));
+    const rows = known.of(projection.name);
+    const missing = [...new Set(mine.flatMap((e) => projection.keys(e)))].filter((key) => !rows.has(key));
+    if (missing.length > 0) {
+      const found = await run(sql<{ key: string; row: string }>`SELECT key, row FROM ${layout.projection(projection.name)} WHERE key = ANY(${missing})`);
+      for (const key of missing) rows.set(key, undefined);
+      for (const r of found) rows.set(r.key, r.row);
     }
+    const changed = new Map<string, unknown>();
+    const get = (_p: unknown, key: string) => (changed.has(key) ? changed.get(key) : parseRow(rows.get(key)));
+    for (const event of mine) applyInline([projection as AnyInlineProjection], event, get, (_p, key, row) => changed.set(key, row));
     if (changed.size === 0) continue;
-    const out = [...changed].map((key) => [key, rows.get(key)!] as const);
-    await sql`INSERT INTO ${table} (key, tag, updated_at, row)
+    const out = [...changed].map(([key, row]) => [key, row, JSON.stringify(row)] as const);
+    for (const [key, , json] of out) rows.set(key, json);
+    upserts.push(sql`INSERT INTO ${layout.projection(projection.name)} (key, tag, updated_at, row)
       SELECT * FROM unnest(${out.map(([k]) => k)}::text[], ${out.map(([, r]) => projection.tag(r))}::text[],
-                           ${out.map(([, r]) => projection.updatedAt(r))}::bigint[], ${out.map(([, r]) => JSON.stringify(r))}::text[])
-      ON CONFLICT (key) DO UPDATE SET tag = excluded.tag, updated_at = excluded.updated_at, row = excluded.row`.execute(trx);
+                           ${out.map(([, r]) => projection.updatedAt(r))}::bigint[], ${out.map(([, , j]) => j)}::text[])
+      ON CONFLICT (key) DO UPDATE SET tag = excluded.tag, updated_at = excluded.updated_at, row = excluded.row`);
+  }
+  return upserts;
+}
+
+/** Applies events to the projections (a rebuild on open): one read and one write per projection. */
+async function applyRows(trx: Kysely<unknown>, layout: Layout, projections: readonly AnyInlineProjection[], events: readonly Stored[]): Promise<void> {
+  const run: Run = async (query) => (await query.execute(trx)).rows;
+  for (const upsert of await evolveRows(run, layout, projections, events, new RowCache())) await run(upsert);
+}
+
+function parseRow(json: string | undefined): unknown {
+  return json === undefined ? undefined : JSON.parse(json);
+}
+
+/**
+ * The projection rows one write transaction has read or written, as JSON (parsed afresh
+ * for each read, so a caller's change to a row it was given cannot leak into the next);
+ * `undefined` for a key known to have no row.
+ */
+class RowCache {
+  readonly #byProjection = new Map<string, Map<string, string | undefined>>();
+  of(projection: string): Map<string, string | undefined> {
+    let rows = this.#byProjection.get(projection);
+    if (rows === undefined) this.#byProjection.set(projection, (rows = new Map()));
+    return rows;
   }
 }
 
@@ -226,6 +284,7 @@ export class PostgresLog implements EventStore {
   readonly logId: string;
   readonly projections: readonly AnyInlineProjection[];
   readonly #db: Kysely<unknown>;
+  readonly #pool: pg.Pool;
   readonly #target: Target;
   readonly #layout: Layout;
   readonly #pollMs: number;
@@ -235,9 +294,10 @@ export class PostgresLog implements EventStore {
   #listener: Promise<pg.Client | undefined> | undefined;
   #closed = false;
 
-  constructor(db: Kysely<unknown>, target: Target, layout: Layout, logId: string, projections: readonly AnyInlineProjection[], pollMs: number, redact: Redactor | false) {
+  constructor(db: Kysely<unknown>, pool: pg.Pool, target: Target, layout: Layout, logId: string, projections: readonly AnyInlineProjection[], pollMs: number, redact: Redactor | false) {
     this.#redact = redact;
     this.#db = db;
+    this.#pool = pool;
     this.#target = target;
     this.#layout = layout;
     this.logId = logId;
@@ -253,43 +313,62 @@ export class PostgresLog implements EventStore {
 
   async append(events: readonly TurnfoldEvent[]): Promise<readonly number[]> {
     if (events.length === 0) return [];
-    return this.#write(async (_trx, insert) => insert(events));
+    // Checked and redacted before the lock is taken: other writers wait only for the write.
+    const prepared = prepareEvents(events, this.#redact);
+    return this.#write((tx) => tx.insert(prepared));
   }
 
   async appendAfter(expectedLastSeq: number, events: readonly TurnfoldEvent[]): Promise<ConditionalAppend> {
-    return this.#write(async (trx, insert): Promise<ConditionalAppend> => {
-      const lastSeq = await this.#last(trx);
-      if (lastSeq !== expectedLastSeq) return { ok: false, code: "conflict", lastSeq };
-      return { ok: true, seqs: await insert(events) };
+    const prepared = prepareEvents(events, this.#redact);
+    return this.#write(async (tx): Promise<ConditionalAppend> => {
+      if (tx.last !== expectedLastSeq) return { ok: false, code: "conflict", lastSeq: tx.last };
+      return { ok: true, seqs: await tx.insert(prepared) };
     });
   }
 
   async transact<T>(body: (tx: StoreTransaction) => Promise<T>): Promise<T> {
-    return this.#write(async (trx, insert) =>
+    return this.#write(async (tx) =>
       body({
-        lastSeq: () => this.#last(trx),
-        append: insert,
-        row: (projection, key) => this.#row(trx, projection, key),
-        rows: (projection, options) => this.#rows(trx, projection, options),
+        lastSeq: async () => tx.last,
+        append: (events) => tx.insert(prepareEvents(events, this.#redact)),
+        row: async (projection, key) => {
+          this.#registered(projection);
+          const rows = tx.rows.of(projection.name);
+          if (!rows.has(key)) rows.set(key, (await this.#rowJson(tx.run, projection, key)) ?? undefined);
+          return parseRow(rows.get(key)) as never;
+        },
+        rows: async (projection, options) => {
+          const listed = await this.#list(tx.run, projection, options);
+          const rows = tx.rows.of(projection.name);
+          for (const r of listed) rows.set(r.key, r.row);
+          return listed.map((r) => JSON.parse(r.row));
+        },
       }),
     );
   }
 
   async row<Row>(projection: InlineProjection<Row>, key: string): Promise<Row | undefined> {
-    return this.#row(this.#db, projection, key);
+    this.#registered(projection);
+    return parseRow(await this.#rowJson(this.#run, projection, key)) as Row | undefined;
   }
 
-  rows<Row>(projection: InlineProjection<Row>, options: ListOptions): Promise<Row[]> {
-    return this.#rows(this.#db, projection, options);
+  async rows<Row>(projection: InlineProjection<Row>, options: ListOptions): Promise<Row[]> {
+    return (await this.#list(this.#run, projection, options)).map((r) => JSON.parse(r.row) as Row);
   }
 
-  async #rows<Row>(db: Kysely<unknown>, projection: InlineProjection<Row>, options: ListOptions): Promise<Row[]> {
+  readonly #run: Run = async (query) => (await query.execute(this.#db)).rows;
+
+  async #list(run: Run, projection: InlineProjection<unknown>, options: ListOptions): Promise<{ key: string; row: string }[]> {
     this.#registered(projection);
     const table = this.#layout.projection(projection.name);
     const limit = options.limit ?? 1_000_000_000;
     const where = options.tag === null ? sql`tag IS NULL` : sql`tag = ${options.tag}`;
-    const found = await sql<{ row: string }>`SELECT row FROM ${table} WHERE ${where} ORDER BY updated_at, key LIMIT ${limit}`.execute(db);
-    return found.rows.map((r) => JSON.parse(r.row) as Row);
+    return run(sql<{ key: string; row: string }>`SELECT key, row FROM ${table} WHERE ${where} ORDER BY updated_at, key LIMIT ${limit}`);
+  }
+
+  async #rowJson(run: Run, projection: InlineProjection<unknown>, key: string): Promise<string | undefined> {
+    const found = await run(sql<{ row: string }>`SELECT row FROM ${this.#layout.projection(projection.name)} WHERE key = ${key}`);
+    return found[0]?.row;
   }
 
   async markDelivered(sink: string, recordSeq: number, at: number): Promise<void> {
@@ -377,51 +456,75 @@ export class PostgresLog implements EventStore {
     return listening;
   }
 
-  /** One write transaction under the log's lock; `insert` appends in it and notes that it did. */
-  async #write<T>(body: (trx: Kysely<unknown>, insert: (events: readonly TurnfoldEvent[]) => Promise<number[]>) => Promise<T>): Promise<T> {
+  /**
+   * One write transaction under the log's lock, on a connection of its own (not kysely's
+   * transaction: its BEGIN would be a round trip of its own, and the lock another).
+   */
+  async #write<T>(body: (tx: WriteTransaction) => Promise<T>): Promise<T> {
     // A write after `close()` is refused in the port's own words, not the driver's.
     if (this.#closed) throw logError("closed", this.#target.shown, `${this.#target.shown}: the log is closed: nothing appended`);
+    const client = await this.#pool.connect();
+    // Set when the connection cannot be trusted any more: it is closed, not pooled.
+    let broken: Error | undefined;
     let appended = false;
-    const result = await this.#db.transaction().execute(async (trx) => {
-      await this.#layout.lock().execute(trx);
-      const value = await body(trx, async (events) => {
-        const seqs = await this.#insert(trx, events);
-        appended ||= seqs.length > 0;
-        return seqs;
-      });
-      if (appended) {
-        // Delivered at COMMIT, and only if the transaction commits.
-        await sql`SELECT pg_notify(${this.#layout.channel}, '')`.execute(trx);
+    const run: Run = async (query) => {
+      const compiled = query.compile(this.#db);
+      return (await client.query(compiled.sql, compiled.parameters as unknown[])).rows;
+    };
+    try {
+      let value: T;
+      try {
+        const opened = (await client.query(this.#layout.begin)) as unknown as pg.QueryResult<{ last: string }>[];
+        const tx: WriteTransaction = {
+          last: Number(opened[2]!.rows[0]!.last),
+          rows: new RowCache(),
+          run,
+          insert: async (events) => {
+            const seqs = await this.#insert(tx, events);
+            appended ||= seqs.length > 0;
+            return seqs;
+          },
+        };
+        value = await body(tx);
+      } catch (error) {
+        await client.query("ROLLBACK").catch((lost: Error) => (broken = lost));
+        throw error;
       }
+      try {
+        const committed = await client.query("COMMIT");
+        // A transaction a failed statement aborted answers COMMIT with ROLLBACK, not an error.
+        if (committed.command !== "COMMIT") throw new Error(`${this.#target.shown}: the write transaction was rolled back: nothing appended`);
+      } catch (error) {
+        broken = error as Error;
+        throw error;
+      }
+      if (appended) this.#appended.next();
       return value;
-    });
-    if (appended) this.#appended.next();
-    return result;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** Appends prepared events at the transaction's next seqs, with their projection rows and the wake-up, in one statement. */
+  async #insert(tx: WriteTransaction, events: readonly TurnfoldEvent[]): Promise<number[]> {
+    if (events.length === 0) return [];
+    const first = tx.last + 1;
+    const seqs = events.map((_, i) => first + i);
+    const bodies = events.map(bodyOf);
+    const inline = events.flatMap((e, i) => (this.#inline.has(e.type) ? [toStored({ seq: seqs[i]!, body: bodies[i]! })] : []));
+    const upserts = inline.length > 0 ? await evolveRows(tx.run, this.#layout, this.projections, inline, tx.rows) : [];
+    const insert = sql`INSERT INTO ${this.#layout.table("events")} (seq, type, at, body)
+      SELECT * FROM unnest(${seqs}::bigint[], ${events.map((e) => e.type)}::text[], ${events.map((e) => e.at)}::bigint[], ${bodies}::text[])`;
+    const steps = [insert, ...upserts].map((step, i) => sql`${sql.id(`step${i}`)} AS (${step})`);
+    // Delivered at COMMIT, and only if the transaction commits; one per transaction however many appends.
+    await tx.run(sql`WITH ${sql.join(steps)} SELECT pg_notify(${this.#layout.channel}, '')`);
+    tx.last += events.length;
+    return seqs;
   }
 
   async #last(db: Kysely<unknown>): Promise<number> {
     const found = await sql<{ last: string }>`SELECT coalesce(max(seq), 0) AS last FROM ${this.#layout.table("events")}`.execute(db);
     return Number(found.rows[0]!.last);
-  }
-
-  async #insert(trx: Kysely<unknown>, given: readonly TurnfoldEvent[]): Promise<number[]> {
-    if (given.length === 0) return [];
-    const events = prepareEvents(given, this.#redact);
-    const first = (await this.#last(trx)) + 1;
-    const seqs = events.map((_, i) => first + i);
-    const bodies = events.map(bodyOf);
-    await sql`INSERT INTO ${this.#layout.table("events")} (seq, type, at, body)
-      SELECT * FROM unnest(${seqs}::bigint[], ${events.map((e) => e.type)}::text[], ${events.map((e) => e.at)}::bigint[], ${bodies}::text[])`.execute(trx);
-    const inline = events.flatMap((e, i) => (this.#inline.has(e.type) ? [toStored({ seq: seqs[i]!, body: bodies[i]! })] : []));
-    if (inline.length > 0) await applyRows(trx, this.#layout, this.projections, inline);
-    return seqs;
-  }
-
-  async #row<Row>(db: Kysely<unknown>, projection: InlineProjection<Row>, key: string): Promise<Row | undefined> {
-    this.#registered(projection);
-    const found = await sql<{ row: string }>`SELECT row FROM ${this.#layout.projection(projection.name)} WHERE key = ${key}`.execute(db);
-    const json = found.rows[0]?.row;
-    return json === undefined ? undefined : (JSON.parse(json) as Row);
   }
 
   #registered(projection: InlineProjection<unknown>): void {

@@ -40,6 +40,30 @@ export function describeStoreContract(adapter: Adapter): void {
       await log.close();
     });
 
+    it("inside a transaction every read sees the body's writes, and a row the body changed in memory is read back as stored", async () => {
+      const log = await adapter.open();
+      const ledger = ledgerOf(log);
+      await log.append([dispatched("d1"), dispatched("d2"), completed("d2", 3)]);
+      const seen = await log.transact(async (tx) => {
+        const before = (await tx.row(ledger, "d1"))!;
+        (before as { status: string }).status = "scribbled";
+        const listed = await tx.rows(ledger, { tag: "pending" });
+        (listed[0] as { delivery: string }).delivery = "scribbled";
+        await tx.append([completed("d1", 7)]);
+        await tx.append([dispatched("d3")]);
+        return {
+          last: await tx.lastSeq(),
+          d1: (await tx.row(ledger, "d1"))?.status,
+          d2: (await tx.row(ledger, "d2"))?.delivery,
+          d3: (await tx.row(ledger, "d3"))?.status,
+          pending: (await tx.rows(ledger, { tag: "pending" })).map((r) => r.delegation),
+        };
+      });
+      expect(seen).toEqual({ last: 5, d1: "completed", d2: "pending", d3: "running", pending: ["d2", "d1"] });
+      expect((await log.rows(ledger, { tag: "pending" })).map((r) => r.delegation)).toEqual(["d2", "d1"]);
+      await log.close();
+    });
+
     it("a transaction that throws leaves neither events nor rows behind", async () => {
       const log = await adapter.open();
       const ledger = ledgerOf(log);
