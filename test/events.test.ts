@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { RecentBodies } from "../src/events/recent.js";
 import { decodeJsonl, eventTypes, formatProblem, schemaVersion, validateEvent } from "../src/events/index.js";
 
 describe("event schemas", () => {
@@ -70,5 +71,32 @@ describe("JSONL decoding", () => {
   it("reports an input with no events", () => {
     const result = decodeJsonl("\n  \n");
     expect(result.ok || formatProblem(result.problems[0]!, "f.jsonl")).toBe("f.jsonl: the file holds no events");
+  });
+});
+
+describe("RecentBodies (what a log handle reads back from memory)", () => {
+  it("keeps one run of consecutive committed seqs, bounded, and starts again after a gap or a transaction too big to keep", () => {
+    const recent = new RecentBodies(4);
+    const write = (seqs: number[]) => seqs.forEach((seq) => recent.write(seq, `b${seq}`));
+    write([1, 2, 3]);
+    expect(recent.from(1, 10)).toBeUndefined();
+    recent.commit();
+    expect(recent.from(2, 10)).toEqual(["b2", "b3"]);
+    write([4]);
+    recent.rollback();
+    expect(recent.last).toBe(3);
+    // Another writer took 4 and 5.
+    write([6, 7]);
+    recent.commit();
+    expect([recent.from(3, 10), recent.from(6, 1), recent.last]).toEqual([undefined, ["b6"], 7]);
+    write([8, 9, 10, 11, 12, 13, 14]);
+    recent.commit();
+    expect([recent.from(6, 10), recent.last]).toEqual([undefined, 0]);
+    write([15]);
+    recent.commit();
+    expect(recent.from(15, 10)).toEqual(["b15"]);
+    for (let seq = 16; seq <= 24; seq++) (write([seq]), recent.commit());
+    expect(recent.from(15, 10)).toBeUndefined();
+    expect(recent.from(21, 10)).toEqual(["b21", "b22", "b23", "b24"]);
   });
 });

@@ -89,6 +89,35 @@ describe("sqlite log file", () => {
     await reopened.close();
   });
 
+  it("a handle reads back its own appends from memory, but never hides another writer's commit or keeps a rolled-back one", async () => {
+    const path = fresh();
+    const [mine, other] = [await openLog(path), await openLog(path, { create: false })];
+    const sessions = async (from: number, limit = 100) => (await mine.readPage({ from, limit })).map((e) => `${e.seq}:${(e as Stored & { session: string }).session}`);
+    const all = async () => {
+      const seen: string[] = [];
+      for await (const e of mine.read({ from: 1, limit: 2 })) seen.push(`${e.seq}:${(e as Stored & { session: string }).session}`);
+      return seen;
+    };
+    await mine.append([drainEvent("a1"), drainEvent("a2"), drainEvent("a3")]);
+    expect(await sessions(2)).toEqual(["2:a2", "3:a3"]);
+    // Another handle commits after this one's run: a short page from memory would end a read there.
+    await other.append([drainEvent("b4")]);
+    expect(await sessions(2)).toEqual(["2:a2", "3:a3", "4:b4"]);
+    expect(await all()).toEqual(["1:a1", "2:a2", "3:a3", "4:b4"]);
+    await mine.append([drainEvent("a5")]);
+    expect(await sessions(4)).toEqual(["4:b4", "5:a5"]);
+    // A transaction that rolls back leaves nothing to read back; the seq goes to the next writer.
+    await expect(mine.transact(async (tx) => (await tx.append([drainEvent("lost")]), Promise.reject(new Error("no"))))).rejects.toThrow("no");
+    await other.append([drainEvent("b6")]);
+    await mine.append([drainEvent("a7")]);
+    expect(await all()).toEqual(["1:a1", "2:a2", "3:a3", "4:b4", "5:a5", "6:b6", "7:a7"]);
+    // A page read from memory is a copy: changing it changes nothing for the next reader.
+    const [first] = await mine.readPage({ from: 7, limit: 1 });
+    (first as Stored & { session: string }).session = "scribbled";
+    expect(await sessions(7)).toEqual(["7:a7"]);
+    await Promise.all([mine.close(), other.close()]);
+  });
+
   it("keeps events across a close and reopen", async () => {
     const path = fresh();
     const log = await openLog(path);

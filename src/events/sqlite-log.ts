@@ -16,6 +16,7 @@ import Database from "better-sqlite3";
 import { Kysely, SqliteDialect, SqliteDriver, CompiledQuery, type DatabaseConnection, type Driver } from "kysely";
 import { Subject, interval, merge, filter, map, type Observable } from "rxjs";
 import { logError } from "./errors.js";
+import { RecentBodies } from "./recent.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
 import { applicationName, migrate, prepareProjections, type LayoutHost, type LogDatabase } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
@@ -237,6 +238,7 @@ export class SqliteLog implements EventStore {
   readonly #pollMs: number;
   readonly #appended = new Subject<void>();
   readonly #gate = new WriteGate();
+  readonly #recent = new RecentBodies();
   readonly #rows: RowAccess;
   readonly #insert: Database.Statement;
   readonly #bodies: Database.Statement;
@@ -276,7 +278,9 @@ export class SqliteLog implements EventStore {
       const seqs = new Array<number>(events.length);
       for (let i = 0; i < events.length; i++) {
         const e = events[i]!;
-        const seq = Number(this.#insert.run(e.type, e.at, bodyOf(e)).lastInsertRowid);
+        const body = bodyOf(e);
+        const seq = Number(this.#insert.run(e.type, e.at, body).lastInsertRowid);
+        this.#recent.write(seq, body);
         if (inline.has(e.type)) applyInline(this.projections, { ...e, seq } as Stored, this.#rows.get, this.#rows.put);
         seqs[i] = seq;
       }
@@ -333,7 +337,7 @@ export class SqliteLog implements EventStore {
   async appendAfter(expectedLastSeq: number, events: readonly TurnfoldEvent[]): Promise<ConditionalAppend> {
     this.#writable();
     return this.#write(() => {
-      const result = this.#appendIf(expectedLastSeq, events);
+      const result = this.#committed(() => this.#appendIf(expectedLastSeq, events));
       if (result.ok && result.seqs.length > 0) this.#appended.next();
       return result;
     });
@@ -362,9 +366,11 @@ export class SqliteLog implements EventStore {
       try {
         const result = await body(tx);
         this.#db.exec("COMMIT");
+        this.#recent.commit();
         if (appended) this.#appended.next();
         return result;
       } catch (error) {
+        this.#recent.rollback();
         if (this.#db.inTransaction) this.#db.exec("ROLLBACK");
         throw error;
       }
@@ -388,10 +394,31 @@ export class SqliteLog implements EventStore {
     return this.#read(() => new Set(this.#marks.all(sink, from) as number[]));
   }
 
+  /** Runs one of better-sqlite3's transaction functions (they commit on return and roll back on a throw), keeping what it wrote for this handle's readers only if it committed. */
+  #committed<T>(transaction: () => T): T {
+    let result: T;
+    try {
+      result = transaction();
+    } catch (error) {
+      this.#recent.rollback();
+      throw error;
+    }
+    this.#recent.commit();
+    return result;
+  }
+
   async readPage(options: ReadOptions = {}): Promise<readonly Stored[]> {
     return this.#read(() => {
       const from = options.from ?? 1;
       const limit = options.limit ?? defaultPageSize;
+      if (options.type === undefined) {
+        // What this handle just appended, read back by its own tails, comes from memory. A
+        // short page must still be the log's end: another process may have appended since.
+        const recent = this.#recent.from(from, limit);
+        if (recent !== undefined && (recent.length === limit || this.#last.get() === this.#recent.last)) {
+          return recent.map((body, i) => toStored({ seq: from + i, body }));
+        }
+      }
       const rows = (
         options.type === undefined ? this.#bodies.all(from, limit) : this.#bodiesOfType.all(options.type, from, limit)
       ) as [number, string][];
@@ -483,7 +510,7 @@ export class SqliteLog implements EventStore {
   }
 
   #appendNotify(events: readonly TurnfoldEvent[]): number[] {
-    const seqs = this.#appendAll(events);
+    const seqs = this.#committed(() => this.#appendAll(events));
     if (seqs.length > 0) this.#appended.next();
     return seqs;
   }

@@ -1,0 +1,74 @@
+/**
+ * The bodies a log handle appended most recently, by seq, once their transaction has
+ * committed. A log is append-only, so a committed seq's body never changes: the handle's
+ * own tails (in `turnfold serve`, the follower and the live runner read back every batch
+ * the route just appended) can take them from here instead of from the database.
+ *
+ * It holds one run of consecutive seqs. An append that does not follow the run (another
+ * process appended in between) starts a new run. Bodies are kept as JSON text and parsed
+ * for each read, so two readers never share an object.
+ */
+export class RecentBodies {
+  #first = 1;
+  #bodies: string[] = [];
+  #pending: [number, string][] = [];
+  /** The last seq written in the open transaction when it wrote more than the run keeps. */
+  #overflow: number | undefined;
+  readonly #capacity: number;
+
+  /** Keeps at most twice `capacity` bodies: a bulk import must not hold its batches twice. */
+  constructor(capacity = 2048) {
+    this.#capacity = capacity;
+  }
+
+  /** Notes a row written in the open transaction; it counts only once `commit()` is called. */
+  write(seq: number, body: string): void {
+    if (this.#overflow !== undefined || this.#pending.length >= this.#capacity) {
+      this.#overflow = seq;
+      this.#pending = [];
+    } else this.#pending.push([seq, body]);
+  }
+
+  /** The open transaction committed: its rows join the run. */
+  commit(): void {
+    if (this.#overflow !== undefined) {
+      // Too big to keep: the run starts again after it.
+      this.#first = this.#overflow + 1;
+      this.#bodies = [];
+      this.#overflow = undefined;
+      return;
+    }
+    for (const [seq, body] of this.#pending) {
+      if (seq !== this.#first + this.#bodies.length) {
+        this.#first = seq;
+        this.#bodies = [];
+      }
+      this.#bodies.push(body);
+    }
+    this.#pending = [];
+    // Dropped a half at a time, so a long run of small appends does not shift on each.
+    if (this.#bodies.length > 2 * this.#capacity) {
+      const drop = this.#bodies.length - this.#capacity;
+      this.#bodies = this.#bodies.slice(drop);
+      this.#first += drop;
+    }
+  }
+
+  /** The open transaction rolled back: nothing it wrote is kept. */
+  rollback(): void {
+    this.#pending = [];
+    this.#overflow = undefined;
+  }
+
+  /** The last seq of the run (0 when it is empty). */
+  get last(): number {
+    return this.#bodies.length === 0 ? 0 : this.#first + this.#bodies.length - 1;
+  }
+
+  /** Up to `limit` bodies from `from` on, when the run holds `from`; otherwise undefined. */
+  from(from: number, limit: number): readonly string[] | undefined {
+    const start = from - this.#first;
+    if (start < 0 || start >= this.#bodies.length) return undefined;
+    return this.#bodies.slice(start, start + limit);
+  }
+}
