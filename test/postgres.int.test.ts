@@ -219,6 +219,44 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
     expect(String((error as Error).message)).toMatch(/newer turnfold.*version 9/);
   });
 
+  it("a version 3 log's projection gets the (tag, updated_at, key) listing index, and a claim among rows of one millisecond reads that index, not every tied row", async () => {
+    const target = url();
+    const schema = new URL(target).searchParams.get("schema")!;
+    const log = await openLog(target);
+    const ids = Array.from({ length: 3000 }, (_, i) => `d${String(i).padStart(4, "0")}`);
+    await log.append([
+      ...ids.map((delegation): TurnfoldEvent => ({ type: "delegation.dispatched", at: 1, delegation, owner: "s", goal: "g" })),
+      ...ids.map((delegation): TurnfoldEvent => ({ type: "delegation.completed", at: 2, delegation, status: "completed" })),
+    ]);
+    await log.close();
+    const client = new pg.Client({ connectionString: database!.url });
+    await client.connect();
+    try {
+      const indexes = async () =>
+        (await client.query(`SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'projection_ledger' AND indexname <> 'projection_ledger_pkey'`, [schema])).rows.map(
+          (r: { indexdef: string }) => r.indexdef.replace(/^.* USING btree /, ""),
+        );
+      expect(await indexes()).toEqual([`(tag, updated_at, key COLLATE "C")`]);
+      await client.query(`DROP INDEX ${schema}.projection_ledger_listing`);
+      await client.query(`CREATE INDEX ON ${schema}.projection_ledger (tag, updated_at)`);
+      await client.query(`UPDATE ${schema}.meta SET value = '3' WHERE key = 'schema_version'`);
+      const reopened = await openLog(target);
+      expect(await indexes()).toEqual([`(tag, updated_at, key COLLATE "C")`]);
+      expect((await client.query(`SELECT value FROM ${schema}.meta WHERE key = 'schema_version'`)).rows[0].value).toBe("4");
+      await client.query(`ANALYZE ${schema}.projection_ledger`);
+      const plan = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) SELECT key, row FROM ${schema}.projection_ledger WHERE tag = 'pending' ORDER BY updated_at, key COLLATE "C" LIMIT 32`);
+      const top = (plan.rows[0]["QUERY PLAN"] as { Plan: { Plans: { "Node Type": string; "Actual Rows": number }[] } }[])[0]!.Plan.Plans[0]!;
+      expect(top["Node Type"]).toBe("Index Scan");
+      expect(top["Actual Rows"]).toBe(32);
+      const { Ledger } = await import("../src/ledger/ledger.js");
+      const next = await new Ledger(reopened, { consumer: "w" }).claimNext();
+      expect(next?.row.delegation).toBe("d0000");
+      await reopened.close();
+    } finally {
+      await client.end();
+    }
+  });
+
   it("one layout scheme: a log written when PostgreSQL kept its own layout (version 1, whole) opens, keeps its events and id, and ends at the version SQLite has", async () => {
     const target = url();
     const schema = new URL(target).searchParams.get("schema")!;
@@ -239,7 +277,7 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
       await log.append([{ type: "drain", at: 6, session: "s", consumer: "tui-poller" }]);
       await log.close();
       const version = await client.query(`SELECT value FROM ${schema}.meta WHERE key = 'schema_version'`);
-      expect(version.rows[0].value).toBe("3");
+      expect(version.rows[0].value).toBe("4");
       // A fresh PostgreSQL log and a fresh SQLite file are at the same version, with the same tables.
       const fresh = url();
       await (await openLog(fresh)).close();

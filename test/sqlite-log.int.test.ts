@@ -4,7 +4,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { firstValueFrom, take, toArray } from "rxjs";
-import { isLogError, openSqliteLog, type SqliteLog, type Stored } from "../src/events/index.js";
+import { isLogError, openSqliteLog, type SqliteLog, type Stored, type TurnfoldEvent } from "../src/events/index.js";
 import { ledgerOf } from "../src/ledger/projection.js";
 import { openLog as openAny, type OpenLogOptions } from "../src/open.js";
 
@@ -15,6 +15,8 @@ import { tempDir } from "./support/tmp.js";
 const dir = tempDir();
 let n = 0;
 const fresh = () => join(dir, `log-${n++}.sqlite`);
+const dispatched = (delegation: string): TurnfoldEvent => ({ type: "delegation.dispatched", at: 1, delegation, owner: "s1", goal: "g" });
+const completed = (delegation: string): TurnfoldEvent => ({ type: "delegation.completed", at: 2, delegation, status: "completed" });
 
 
 async function openError(path: string, create = false): Promise<unknown> {
@@ -56,6 +58,24 @@ describe("sqlite log file", () => {
     await log.close();
     const after = new Database(path);
     expect(after.prepare("SELECT name FROM sqlite_master WHERE name = 'ledger'").get()).toBeUndefined();
+    after.close();
+  });
+
+  it("moves a version 3 file's projection listing to the (tag, updated_at, key) index", async () => {
+    const path = fresh();
+    const log = await openLog(path);
+    await log.append([dispatched("d2"), dispatched("d1"), completed("d2"), completed("d1")]);
+    await log.close();
+    const raw = new Database(path);
+    raw.exec(`DROP INDEX projection_ledger_listing; CREATE INDEX projection_ledger_tag ON projection_ledger (tag, updated_at);
+      UPDATE meta SET value = '3' WHERE key = 'schema_version'`);
+    raw.close();
+    const reopened = await openLog(path, { create: false });
+    expect((await reopened.rows(ledgerOf(reopened), { tag: "pending" })).map((r) => r.delegation)).toEqual(["d1", "d2"]);
+    await reopened.close();
+    const after = new Database(path, { readonly: true });
+    expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'projection_ledger' AND sql IS NOT NULL").pluck().all()).toEqual(["projection_ledger_listing"]);
+    expect(after.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("4");
     after.close();
   });
 
@@ -146,7 +166,7 @@ describe("sqlite log file", () => {
     const path = fresh();
     await (await openLog(path)).close();
     const raw = new Database(path);
-    expect(raw.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("3");
+    expect(raw.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("4");
     raw.prepare("UPDATE meta SET value = '9' WHERE key = 'schema_version'").run();
     raw.close();
     const error = await openError(path);

@@ -86,11 +86,12 @@ export class MemoryLog implements EventStore {
   }
 
   async rows<Row>(projection: InlineProjection<Row>, options: ListOptions): Promise<Row[]> {
-    const rows = [...this.#registered(projection).values()].map(parse) as Row[];
+    const rows = [...this.#registered(projection)].map(([key, json]) => ({ key, row: parse(json) as Row }));
     return rows
-      .filter((row) => projection.tag(row) === options.tag)
-      .sort((a, b) => projection.updatedAt(a) - projection.updatedAt(b))
-      .slice(0, options.limit ?? Number.MAX_SAFE_INTEGER);
+      .filter(({ row }) => projection.tag(row) === options.tag)
+      .sort((a, b) => projection.updatedAt(a.row) - projection.updatedAt(b.row) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+      .slice(0, options.limit ?? Number.MAX_SAFE_INTEGER)
+      .map(({ row }) => row);
   }
 
   async markDelivered(sink: string, recordSeq: number): Promise<void> {

@@ -128,7 +128,40 @@ export const migrations: readonly Migration[] = [
       await sql`DROP TABLE IF EXISTS ${t("ledger")}`.execute(db);
     },
   },
+  {
+    // A projection's rows of one tag are listed by (updated_at, key), the key breaking
+    // ties, from an index in that order: the old index (tag, updated_at) made PostgreSQL
+    // sort every row of a tied timestamp to return the first few (a claim among thousands
+    // of rows completed in the same millisecond read them all).
+    version: 4,
+    async sqlite(db) {
+      for (const table of await projectionTables(db)) {
+        await sql.raw(`DROP INDEX IF EXISTS ${table}_tag`).execute(db);
+        await sql.raw(listingIndex.sqlite(table)).execute(db);
+      }
+    },
+    async postgres(db, t) {
+      for (const table of await projectionTables(db, t)) {
+        await sql`DROP INDEX IF EXISTS ${t(`${table}_tag_updated_at_idx`)}`.execute(db);
+        await listingIndex.postgres(t, table).execute(db);
+      }
+    },
+  },
 ];
+
+/** The index a projection's listing reads, in each dialect (`table` is checked: letters, digits, _). */
+export const listingIndex = {
+  sqlite: (table: string) => `CREATE INDEX ${table}_listing ON ${table} (tag, updated_at, key)`,
+  // Keys compare as bytes (COLLATE "C"), as SQLite's and the memory store's do, whatever the database's locale.
+  postgres: (t: PgTable, table: string) => sql`CREATE INDEX ${sql.id(`${table}_listing`)} ON ${t(table)} (tag, updated_at, key COLLATE "C")`,
+};
+
+/** The tables of the projections a log keeps, as its meta names them. */
+async function projectionTables(db: Kysely<LogDatabase> | Kysely<unknown>, t?: PgTable): Promise<string[]> {
+  const meta = t ? t("meta") : sql.id("meta");
+  const found = await sql<{ key: string }>`SELECT key FROM ${meta} WHERE key LIKE 'projection:%'`.execute(db as Kysely<unknown>);
+  return found.rows.map((r) => `projection_${r.key.slice("projection:".length)}`);
+}
 
 /** The layout version this turnfold writes, and the newest it reads. */
 export const latestVersion = migrations[migrations.length - 1]!.version;

@@ -33,7 +33,7 @@ import { Subject, interval, merge, map, type Observable } from "rxjs";
 import { logError } from "./errors.js";
 import { redactUrl } from "./urls.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
-import { applicationName, migrate, prepareProjections, type LayoutHost } from "./migrations.js";
+import { applicationName, listingIndex, migrate, prepareProjections, type LayoutHost } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { prepareEvents } from "./validate.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
@@ -102,7 +102,9 @@ function connectError(target: Target, error: unknown): Error {
  */
 export async function openPostgresLog(target: string, options: PostgresLogOptions = {}): Promise<PostgresLog> {
   const parsed = parseTarget(target);
-  const pool = new pg.Pool({ connectionString: parsed.connectionString, max: options.poolSize ?? 10 });
+  // Pipelined connections: a write transaction sends its statements without waiting for
+  // each answer (see `#write`); kysely's reads await each query, as before.
+  const pool = new pg.Pool({ connectionString: parsed.connectionString, max: options.poolSize ?? 10, pipeline: true } as pg.PoolConfig);
   // A client's error (the server restarted, say) must not crash the process: the pool
   // listens on idle clients only, so every client gets a listener of its own when it
   // connects (a checked-out one between two statements would otherwise throw an unhandled
@@ -202,7 +204,7 @@ function layoutHost(db: Kysely<unknown>, layout: Layout, shown: string): LayoutH
       const table = layout.projection(projection.name);
       await sql`DROP TABLE IF EXISTS ${table}`.execute(tx);
       await sql`CREATE TABLE ${table} (key text PRIMARY KEY, tag text, updated_at bigint NOT NULL, row text NOT NULL)`.execute(tx);
-      await sql`CREATE INDEX ON ${table} (tag, updated_at)`.execute(tx);
+      await listingIndex.postgres((name) => layout.table(name), `projection_${projection.name}`).execute(tx);
     },
     async eventsOfTypes(tx, types, after, limit) {
       const page = await sql<{ seq: string; body: string }>`SELECT seq, body FROM ${layout.table("events")}
@@ -220,9 +222,15 @@ function layoutHost(db: Kysely<unknown>, layout: Layout, shown: string): LayoutH
 
 /** A write transaction under the log's lock: the last seq and the rows it has seen, which nobody else can change meanwhile. */
 interface WriteTransaction {
-  last: number;
+  /** The last seq, as the transaction sees it (its own appends included). */
+  lastSeq(): Promise<number>;
+  /** Counts appended events into the last seq. */
+  advance(count: number): void;
   readonly rows: RowCache;
+  /** Runs a statement and waits for its rows. */
   readonly run: Run;
+  /** Sends a statement whose answer the COMMIT waits for. */
+  send(query: RawBuilder<unknown>): void;
   insert(events: readonly TurnfoldEvent[]): Promise<number[]>;
 }
 
@@ -321,7 +329,8 @@ export class PostgresLog implements EventStore {
   async appendAfter(expectedLastSeq: number, events: readonly TurnfoldEvent[]): Promise<ConditionalAppend> {
     const prepared = prepareEvents(events, this.#redact);
     return this.#write(async (tx): Promise<ConditionalAppend> => {
-      if (tx.last !== expectedLastSeq) return { ok: false, code: "conflict", lastSeq: tx.last };
+      const lastSeq = await tx.lastSeq();
+      if (lastSeq !== expectedLastSeq) return { ok: false, code: "conflict", lastSeq };
       return { ok: true, seqs: await tx.insert(prepared) };
     });
   }
@@ -329,7 +338,7 @@ export class PostgresLog implements EventStore {
   async transact<T>(body: (tx: StoreTransaction) => Promise<T>): Promise<T> {
     return this.#write(async (tx) =>
       body({
-        lastSeq: async () => tx.last,
+        lastSeq: () => tx.lastSeq(),
         append: (events) => tx.insert(prepareEvents(events, this.#redact)),
         row: async (projection, key) => {
           this.#registered(projection);
@@ -363,7 +372,7 @@ export class PostgresLog implements EventStore {
     const table = this.#layout.projection(projection.name);
     const limit = options.limit ?? 1_000_000_000;
     const where = options.tag === null ? sql`tag IS NULL` : sql`tag = ${options.tag}`;
-    return run(sql<{ key: string; row: string }>`SELECT key, row FROM ${table} WHERE ${where} ORDER BY updated_at, key LIMIT ${limit}`);
+    return run(sql<{ key: string; row: string }>`SELECT key, row FROM ${table} WHERE ${where} ORDER BY updated_at, key COLLATE "C" LIMIT ${limit}`);
   }
 
   async #rowJson(run: Run, projection: InlineProjection<unknown>, key: string): Promise<string | undefined> {
@@ -457,8 +466,13 @@ export class PostgresLog implements EventStore {
   }
 
   /**
-   * One write transaction under the log's lock, on a connection of its own (not kysely's
-   * transaction: its BEGIN would be a round trip of its own, and the lock another).
+   * One write transaction under the log's lock, on a connection of its own that pipelines
+   * (not kysely's transaction: its BEGIN, the lock and each statement would wait for the
+   * one before). The opening query and the body's first read go out together, and so do
+   * the appends and the COMMIT: a claim is two round trips, one of them spent under the
+   * lock. An append's statement is not awaited where it is sent: its seqs are known
+   * already, and a failure of it rolls the transaction back at COMMIT, which then throws
+   * that failure.
    */
   async #write<T>(body: (tx: WriteTransaction) => Promise<T>): Promise<T> {
     // A write after `close()` is refused in the port's own words, not the driver's.
@@ -466,49 +480,63 @@ export class PostgresLog implements EventStore {
     const client = await this.#pool.connect();
     // Set when the connection cannot be trusted any more: it is closed, not pooled.
     let broken: Error | undefined;
-    let appended = false;
+    // Appends sent and not yet answered, and the first of them that failed.
+    const sent: Promise<unknown>[] = [];
+    let failed: { error: unknown } | undefined;
     const run: Run = async (query) => {
       const compiled = query.compile(this.#db);
       return (await client.query(compiled.sql, compiled.parameters as unknown[])).rows;
     };
+    const opened = client.query(this.#layout.begin) as unknown as Promise<pg.QueryResult<{ last: string }>[]>;
+    // Answered (or failed) before anything sent after it: whoever awaits it sees the failure.
+    opened.catch(() => undefined);
+    let last: number | undefined;
+    const tx: WriteTransaction = {
+      lastSeq: async () => (last ??= Number((await opened)[2]!.rows[0]!.last)),
+      advance: (count) => (last = last! + count),
+      rows: new RowCache(),
+      run,
+      send: (query) => {
+        const answered = run(query).catch((error: unknown) => {
+          failed ??= { error };
+        });
+        sent.push(answered);
+      },
+      insert: (events) => this.#insert(tx, events),
+    };
     try {
       let value: T;
       try {
-        const opened = (await client.query(this.#layout.begin)) as unknown as pg.QueryResult<{ last: string }>[];
-        const tx: WriteTransaction = {
-          last: Number(opened[2]!.rows[0]!.last),
-          rows: new RowCache(),
-          run,
-          insert: async (events) => {
-            const seqs = await this.#insert(tx, events);
-            appended ||= seqs.length > 0;
-            return seqs;
-          },
-        };
         value = await body(tx);
+        await opened;
       } catch (error) {
+        await Promise.all(sent);
         await client.query("ROLLBACK").catch((lost: Error) => (broken = lost));
-        throw error;
+        // A read behind a failed append fails as "transaction is aborted": the append's own error says why.
+        throw failed ? failed.error : error;
       }
+      let committed: pg.QueryResult;
       try {
-        const committed = await client.query("COMMIT");
-        // A transaction a failed statement aborted answers COMMIT with ROLLBACK, not an error.
-        if (committed.command !== "COMMIT") throw new Error(`${this.#target.shown}: the write transaction was rolled back: nothing appended`);
+        committed = await client.query("COMMIT");
       } catch (error) {
         broken = error as Error;
         throw error;
       }
-      if (appended) this.#appended.next();
+      await Promise.all(sent);
+      if (failed) throw failed.error;
+      // A transaction a failed statement aborted answers COMMIT with ROLLBACK, not an error.
+      if (committed.command !== "COMMIT") throw new Error(`${this.#target.shown}: the write transaction was rolled back: nothing appended`);
+      if (sent.length > 0) this.#appended.next();
       return value;
     } finally {
       client.release(broken);
     }
   }
 
-  /** Appends prepared events at the transaction's next seqs, with their projection rows and the wake-up, in one statement. */
+  /** Appends prepared events at the transaction's next seqs, with their projection rows and the wake-up, in one statement, sent without waiting for its answer. */
   async #insert(tx: WriteTransaction, events: readonly TurnfoldEvent[]): Promise<number[]> {
     if (events.length === 0) return [];
-    const first = tx.last + 1;
+    const first = (await tx.lastSeq()) + 1;
     const seqs = events.map((_, i) => first + i);
     const bodies = events.map(bodyOf);
     const inline = events.flatMap((e, i) => (this.#inline.has(e.type) ? [toStored({ seq: seqs[i]!, body: bodies[i]! })] : []));
@@ -517,8 +545,8 @@ export class PostgresLog implements EventStore {
       SELECT * FROM unnest(${seqs}::bigint[], ${events.map((e) => e.type)}::text[], ${events.map((e) => e.at)}::bigint[], ${bodies}::text[])`;
     const steps = [insert, ...upserts].map((step, i) => sql`${sql.id(`step${i}`)} AS (${step})`);
     // Delivered at COMMIT, and only if the transaction commits; one per transaction however many appends.
-    await tx.run(sql`WITH ${sql.join(steps)} SELECT pg_notify(${this.#layout.channel}, '')`);
-    tx.last += events.length;
+    tx.send(sql`WITH ${sql.join(steps)} SELECT pg_notify(${this.#layout.channel}, '')`);
+    tx.advance(events.length);
     return seqs;
   }
 

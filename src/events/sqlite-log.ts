@@ -18,7 +18,7 @@ import { Subject, interval, merge, filter, map, type Observable } from "rxjs";
 import { logError } from "./errors.js";
 import { RecentBodies } from "./recent.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
-import { applicationName, migrate, prepareProjections, type LayoutHost, type LogDatabase } from "./migrations.js";
+import { applicationName, listingIndex, migrate, prepareProjections, type LayoutHost, type LogDatabase } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { prepareEvents } from "./validate.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
@@ -168,7 +168,7 @@ function layoutHost(kysely: Kysely<LogDatabase>, db: Database.Database, path: st
       const table = projectionTable(projection.name);
       db.exec(`DROP TABLE IF EXISTS ${table}`);
       db.exec(`CREATE TABLE ${table} (key TEXT PRIMARY KEY, tag TEXT, updated_at INTEGER NOT NULL, row TEXT NOT NULL)`);
-      db.exec(`CREATE INDEX ${table}_tag ON ${table} (tag, updated_at)`);
+      db.exec(listingIndex.sqlite(table));
     },
     eventsOfTypes: async (_tx, types, after, limit) => {
       const page = db.prepare(`SELECT seq, body FROM events WHERE type IN (${types.map(() => "?").join(", ")}) AND seq > ? ORDER BY seq LIMIT ?`).raw();
@@ -203,8 +203,8 @@ function rowAccess(db: Database.Database, projections: readonly InlineProjection
             `INSERT INTO ${table} (key, tag, updated_at, row) VALUES (?, ?, ?, ?) ` +
               "ON CONFLICT (key) DO UPDATE SET tag = excluded.tag, updated_at = excluded.updated_at, row = excluded.row",
           ),
-          tagged: db.prepare(`SELECT row FROM ${table} WHERE tag = ? ORDER BY updated_at LIMIT ?`).pluck(),
-          untagged: db.prepare(`SELECT row FROM ${table} WHERE tag IS NULL ORDER BY updated_at LIMIT ?`).pluck(),
+          tagged: db.prepare(`SELECT row FROM ${table} WHERE tag = ? ORDER BY updated_at, key LIMIT ?`).pluck(),
+          untagged: db.prepare(`SELECT row FROM ${table} WHERE tag IS NULL ORDER BY updated_at, key LIMIT ?`).pluck(),
         },
       ] as const;
     }),

@@ -64,6 +64,18 @@ export function describeStoreContract(adapter: Adapter): void {
       await log.close();
     });
 
+    it("lists rows of one tag least recently changed first, ties by key, also inside a transaction", async () => {
+      const log = await adapter.open();
+      const ledger = ledgerOf(log);
+      const ids = ["d3", "d1", "d4", "d2"];
+      await log.append([...ids.map(dispatched), ...ids.map((id) => completed(id, 5))]);
+      expect((await log.rows(ledger, { tag: "pending" })).map((r) => r.delegation)).toEqual(["d1", "d2", "d3", "d4"]);
+      expect((await log.rows(ledger, { tag: "pending", limit: 2 })).map((r) => r.delegation)).toEqual(["d1", "d2"]);
+      const listed = await log.transact(async (tx) => (await tx.rows(ledger, { tag: "pending", limit: 3 })).map((r) => r.delegation));
+      expect(listed).toEqual(["d1", "d2", "d3"]);
+      await log.close();
+    });
+
     it("a transaction that throws leaves neither events nor rows behind", async () => {
       const log = await adapter.open();
       const ledger = ledgerOf(log);
