@@ -257,6 +257,39 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
     }
   });
 
+  it("a handle's prepared write statements survive its projection's table being rebuilt under it", async () => {
+    const target = url();
+    const schema = new URL(target).searchParams.get("schema")!;
+    // One connection, so the claims after the rebuild run on the one that prepared them.
+    const { openPostgresLog } = await import("../src/events/postgres-log.js");
+    const { ledgerProjection } = await import("../src/ledger/projection.js");
+    const log = await openPostgresLog(target, { poolSize: 1, projections: [ledgerProjection()] });
+    const { Ledger } = await import("../src/ledger/ledger.js");
+    const ledger = new Ledger(log, { consumer: "w" });
+    const ids = ["d1", "d2", "d3"];
+    await log.append([
+      ...ids.map((delegation): TurnfoldEvent => ({ type: "delegation.dispatched", at: 1, delegation, owner: "s", goal: "g" })),
+      ...ids.map((delegation): TurnfoldEvent => ({ type: "delegation.completed", at: 2, delegation, status: "completed" })),
+    ]);
+    const first = await ledger.claimNext();
+    expect(first && (await ledger.complete(first.row.delegation, first.claim)).ok).toBe(true);
+    const client = new pg.Client({ connectionString: database!.url });
+    await client.connect();
+    try {
+      // What a rebuild does: the table is dropped and made again, so its old id is gone.
+      await client.query(`BEGIN; ALTER TABLE ${schema}.projection_ledger RENAME TO projection_old;
+        CREATE TABLE ${schema}.projection_ledger (LIKE ${schema}.projection_old INCLUDING ALL);
+        INSERT INTO ${schema}.projection_ledger SELECT * FROM ${schema}.projection_old; DROP TABLE ${schema}.projection_old; COMMIT`);
+    } finally {
+      await client.end();
+    }
+    const second = await ledger.claimNext();
+    expect(second?.row.delegation).toBe("d2");
+    expect((await ledger.complete(second!.row.delegation, second!.claim)).ok).toBe(true);
+    expect((await ledger.row("d2"))?.delivery).toBe("delivered");
+    await log.close();
+  });
+
   it("one layout scheme: a log written when PostgreSQL kept its own layout (version 1, whole) opens, keeps its events and id, and ends at the version SQLite has", async () => {
     const target = url();
     const schema = new URL(target).searchParams.get("schema")!;

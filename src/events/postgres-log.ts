@@ -27,6 +27,7 @@
  * runners LISTEN on one dedicated connection, and poll now and then in case a
  * notification was lost with a dropped connection.
  */
+import { createHash } from "node:crypto";
 import pg from "pg";
 import { Kysely, PostgresDialect, sql, type RawBuilder } from "kysely";
 import { Subject, interval, merge, map, type Observable } from "rxjs";
@@ -232,6 +233,14 @@ interface WriteTransaction {
   /** Sends a statement whose answer the COMMIT waits for. */
   send(query: RawBuilder<unknown>): void;
   insert(events: readonly TurnfoldEvent[]): Promise<number[]>;
+}
+
+const statementNames = new Map<string, string>();
+/** A name per statement text: a write connection parses and plans each of its statements once. */
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) statementNames.set(text, (name = `turnfold_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`));
+  return name;
 }
 
 /** Runs one kysely-built query and resolves to its rows. */
@@ -485,7 +494,7 @@ export class PostgresLog implements EventStore {
     let failed: { error: unknown } | undefined;
     const run: Run = async (query) => {
       const compiled = query.compile(this.#db);
-      return (await client.query(compiled.sql, compiled.parameters as unknown[])).rows;
+      return (await client.query({ name: statementName(compiled.sql), text: compiled.sql, values: compiled.parameters as unknown[] })).rows;
     };
     const opened = client.query(this.#layout.begin) as unknown as Promise<pg.QueryResult<{ last: string }>[]>;
     // Answered (or failed) before anything sent after it: whoever awaits it sees the failure.
