@@ -81,6 +81,15 @@ export function isEventType(value: string): value is EventType {
   return knownTypes.has(value);
 }
 
+/**
+ * The hot path of every check: true when the value is a valid event (a stored one with
+ * its `seq` too: the schemas are loose). Parses once, in place; a caller that needs to say
+ * what is wrong asks `validateEvent` only after this said no.
+ */
+export function isValidEvent(value: unknown): boolean {
+  return TurnfoldEvent.safeParse(value).success;
+}
+
 /** An append refused because some of its events are not valid: nothing was appended. */
 export interface InvalidEventsError extends Error {
   readonly code: "invalid-events";
@@ -107,9 +116,8 @@ export function assertValidEvents(events: readonly unknown[]): void {
   }
   const problems: Problem[] = [];
   for (let i = 0; i < events.length; i++) {
-    // The hot path: a valid event is parsed once, in place (the schemas are loose, so a
-    // `seq` carried along is allowed); only a failure pays for the detailed messages.
-    if (TurnfoldEvent.safeParse(events[i]).success) continue;
+    // Only a failure pays for the detailed messages.
+    if (isValidEvent(events[i])) continue;
     const checked = validateEvent(events[i], `event ${i}`);
     if (!checked.ok) problems.push(...checked.problems);
   }
