@@ -78,6 +78,11 @@ describe("RecentBodies (what a log handle reads back from memory)", () => {
   it("keeps one run of consecutive committed seqs, bounded, and starts again after a gap or a transaction too big to keep", () => {
     const recent = new RecentBodies(4);
     const write = (seqs: number[]) => seqs.forEach((seq) => recent.write(seq, `b${seq}`));
+    // Nothing is kept until someone listens for the handle's appends.
+    write([0]);
+    recent.commit();
+    expect([recent.from(0, 10), recent.last]).toEqual([undefined, 0]);
+    recent.listen();
     write([1, 2, 3]);
     expect(recent.from(1, 10)).toBeUndefined();
     recent.commit();
@@ -98,5 +103,12 @@ describe("RecentBodies (what a log handle reads back from memory)", () => {
     for (let seq = 16; seq <= 24; seq++) (write([seq]), recent.commit());
     expect(recent.from(15, 10)).toBeUndefined();
     expect(recent.from(21, 10)).toEqual(["b21", "b22", "b23", "b24"]);
+    // Seqs out of order in one transaction are not kept either.
+    write([25, 27]);
+    recent.commit();
+    expect([recent.from(24, 10), recent.last]).toEqual([undefined, 0]);
+    write([28]);
+    recent.commit();
+    expect(recent.from(28, 10)).toEqual(["b28"]);
   });
 });

@@ -118,6 +118,8 @@ describe("sqlite log file", () => {
       for await (const e of mine.read({ from: 1, limit: 2 })) seen.push(`${e.seq}:${(e as Stored & { session: string }).session}`);
       return seen;
     };
+    // A handle keeps what it appends once someone in the process waits for its appends.
+    const listening = mine.changes().subscribe();
     await mine.append([drainEvent("a1"), drainEvent("a2"), drainEvent("a3")]);
     expect(await sessions(2)).toEqual(["2:a2", "3:a3"]);
     // Another handle commits after this one's run: a short page from memory would end a read there.
@@ -135,6 +137,7 @@ describe("sqlite log file", () => {
     const [first] = await mine.readPage({ from: 7, limit: 1 });
     (first as Stored & { session: string }).session = "scribbled";
     expect(await sessions(7)).toEqual(["7:a7"]);
+    listening.unsubscribe();
     await Promise.all([mine.close(), other.close()]);
   });
 

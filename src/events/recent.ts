@@ -4,15 +4,20 @@
  * own tails (in `turnfold serve`, the follower and the live runner read back every batch
  * the route just appended) can take them from here instead of from the database.
  *
+ * It keeps nothing until `listen()` says someone in this process waits for the handle's
+ * appends (its `changes()` was asked for): a handle that only appends pays nothing.
  * It holds one run of consecutive seqs. An append that does not follow the run (another
  * process appended in between) starts a new run. Bodies are kept as JSON text and parsed
  * for each read, so two readers never share an object.
  */
 export class RecentBodies {
+  #listening = false;
   #first = 1;
   #bodies: string[] = [];
-  #pending: [number, string][] = [];
-  /** The last seq written in the open transaction when it wrote more than the run keeps. */
+  /** The open transaction's rows: consecutive seqs from `#pendingFirst`. */
+  #pendingFirst = 0;
+  #pending: string[] = [];
+  /** The last seq written in the open transaction when it wrote more than the run keeps, or out of order. */
   #overflow: number | undefined;
   readonly #capacity: number;
 
@@ -21,29 +26,36 @@ export class RecentBodies {
     this.#capacity = capacity;
   }
 
+  /** From now on, committed rows are kept. */
+  listen(): void {
+    this.#listening = true;
+  }
+
   /** Notes a row written in the open transaction; it counts only once `commit()` is called. */
   write(seq: number, body: string): void {
-    if (this.#overflow !== undefined || this.#pending.length >= this.#capacity) {
+    if (!this.#listening) return;
+    if (this.#pending.length === 0 && this.#overflow === undefined) this.#pendingFirst = seq;
+    if (this.#overflow !== undefined || this.#pending.length >= this.#capacity || seq !== this.#pendingFirst + this.#pending.length) {
       this.#overflow = seq;
       this.#pending = [];
-    } else this.#pending.push([seq, body]);
+    } else this.#pending.push(body);
   }
 
   /** The open transaction committed: its rows join the run. */
   commit(): void {
     if (this.#overflow !== undefined) {
-      // Too big to keep: the run starts again after it.
+      // Too big (or too odd) to keep: the run starts again after it.
       this.#first = this.#overflow + 1;
       this.#bodies = [];
       this.#overflow = undefined;
       return;
     }
-    for (const [seq, body] of this.#pending) {
-      if (seq !== this.#first + this.#bodies.length) {
-        this.#first = seq;
-        this.#bodies = [];
-      }
-      this.#bodies.push(body);
+    if (this.#pending.length === 0) return;
+    if (this.#pendingFirst !== this.#first + this.#bodies.length) {
+      this.#first = this.#pendingFirst;
+      this.#bodies = this.#pending;
+    } else {
+      for (const body of this.#pending) this.#bodies.push(body);
     }
     this.#pending = [];
     // Dropped a half at a time, so a long run of small appends does not shift on each.

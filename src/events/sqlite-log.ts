@@ -474,6 +474,8 @@ export class SqliteLog implements EventStore {
 
   /** Appends of this handle at once; other processes' commits seen by `PRAGMA data_version`, polled. */
   changes(): Observable<void> {
+    // Whoever waits for this handle's appends reads them back next: keep them at hand.
+    this.#recent.listen();
     let seen = this.#dataVersion();
     const foreignCommits = interval(this.#pollMs).pipe(
       filter(() => {
