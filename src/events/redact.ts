@@ -51,9 +51,15 @@ export function createRedactor(extra: readonly RedactionRule[] = [], base: reado
   // A trigger is only tested: a global or sticky one would keep a position between texts.
   const trigger = (rule: RedactionRule) => (rule.trigger === undefined || (!rule.trigger.global && !rule.trigger.sticky) ? rule.trigger : new RegExp(rule.trigger.source, rule.trigger.flags.replace(/[gy]/g, "")));
   const checks = rules.map(trigger);
-  const any = triggered ? new RegExp(rules.map((rule) => `(?:${rule.trigger!.source})`).join("|"), "i") : undefined;
+  // Two expressions, not one: a case-insensitive scan is slower, so only the triggers that
+  // need it pay for it.
+  const union = (cased: boolean) => {
+    const some = rules.filter((rule) => rule.trigger!.ignoreCase !== cased);
+    return some.length === 0 ? undefined : new RegExp(some.map((rule) => `(?:${rule.trigger!.source})`).join("|"), cased ? "" : "i");
+  };
+  const [exact, anyCase] = triggered ? [union(true), union(false)] : [];
   return (text) => {
-    if (any !== undefined && !any.test(text)) return text;
+    if (triggered && exact?.test(text) !== true && anyCase?.test(text) !== true) return text;
     let out = text;
     for (let i = 0; i < rules.length; i++) {
       const rule = rules[i]!;
