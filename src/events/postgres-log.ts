@@ -21,7 +21,9 @@
  * its statements takes its own snapshot, so the read sees every commit before the lock);
  * the events, the inline projections' rows and the notify go in one statement; the rows a
  * transaction read or wrote are kept for its later reads (under the lock nobody else can
- * change them). A claim is four round trips, an append three.
+ * change them). The write connection pipelines (the opening query goes out with the body's
+ * first read, the append with the COMMIT) and prepares each statement once: a claim is two
+ * round trips, of which one is spent under the lock (docs/performance.md has the steps).
  *
  * Wake-ups: each committing write calls pg_notify on the log's channel; tails and live
  * runners LISTEN on one dedicated connection, and poll now and then in case a
