@@ -257,6 +257,39 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
     }
   });
 
+  it("an append the database refuses inside a pipelined write fails with the database's own reason, stores nothing, and the handle writes on", async () => {
+    const target = url();
+    const schema = new URL(target).searchParams.get("schema")!;
+    const log = await openLog(target);
+    await log.append([{ type: "drain", at: 1, session: "s", consumer: "tui-poller" }]);
+    const client = new pg.Client({ connectionString: database!.url });
+    await client.connect();
+    try {
+      // A refusal only the database knows of: the append is sent without waiting for its
+      // answer, so its failure must come back from the COMMIT that follows it.
+      await client.query(`CREATE FUNCTION ${schema}.refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.body LIKE '%boom%' THEN RAISE EXCEPTION 'refused by the test: %', NEW.seq; END IF; RETURN NEW; END $$`);
+      await client.query(`CREATE TRIGGER refuse_boom BEFORE INSERT ON ${schema}.events FOR EACH ROW EXECUTE FUNCTION ${schema}.refuse_boom()`);
+    } finally {
+      await client.end();
+    }
+    const boom: TurnfoldEvent = { type: "drain", at: 2, session: "boom", consumer: "tui-poller" };
+    await expect(log.append([boom])).rejects.toThrow(/refused by the test: 2/);
+    // In a transaction, a read sent behind the failed append fails as "aborted": the append's reason is what the caller gets.
+    const { ledgerOf } = await import("../src/ledger/projection.js");
+    await expect(
+      log.transact(async (tx) => {
+        await tx.append([boom]);
+        return tx.rows(ledgerOf(log), { tag: "pending" });
+      }),
+    ).rejects.toThrow(/refused by the test: 2/);
+    expect(await log.lastSeq()).toBe(1);
+    // Every connection of the pool is still usable: ten writes in a row, each on whichever one it gets.
+    for (let i = 0; i < 10; i++) await log.append([{ type: "drain", at: 3 + i, session: "s", consumer: "tui-poller" }]);
+    expect(await log.lastSeq()).toBe(11);
+    await log.close();
+  });
+
   it("a handle's prepared write statements survive its projection's table being rebuilt under it", async () => {
     const target = url();
     const schema = new URL(target).searchParams.get("schema")!;
