@@ -50,7 +50,7 @@ async function started(s: McpHarness, command: string, extra: Record<string, unk
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("turnfold mcp, channel mode", () => {
-  it("three processes that finish inside one poll tick make one notification listing all three, the failure kept", async () => {
+  it("three processes that finish while the agent is in a turn make one notification listing all three, the failure kept", async () => {
     const at = place();
     const s = await server({ ...at, push: "channel", pollMs: 2000 });
     const gate = fifo(join(dir, `gate-${n}`));
@@ -59,7 +59,21 @@ describe("turnfold mcp, channel mode", () => {
       await started(s, `read x < ${gate}; echo broken >&2; exit 4`),
       await started(s, `read x < ${gate}; echo third`),
     ];
+    // The push wakes on each exit, and three shells let go at once may still exit a few
+    // milliseconds apart on a loaded machine. While the agent is in a turn no drain takes
+    // anything, so all three are ready when it ends: one snapshot, whatever the timing.
+    const session = ids[0]!.slice(0, ids[0]!.lastIndexOf("."));
+    const log = await openLog(at.db, { create: false });
+    await log.append([{ type: "turn.started", at: Date.now(), session }]);
     release(gate);
+    for (const deadline = Date.now() + 10_000; ; await sleep(20)) {
+      const exited = (await readAll(log)).filter((e) => e.type === "process.exited" && ids.includes(e.process));
+      if (exited.length === 3) break;
+      if (Date.now() > deadline) throw new Error(`only ${exited.length} of the three exits were logged`);
+    }
+    expect(s.channel).toHaveLength(0);
+    await log.append([{ type: "turn.ended", at: Date.now(), session }]);
+    await log.close();
     const note = await s.note((c) => c.members.includes(ids[0]!));
     // Members in log order: the order the three exits were appended.
     expect([...note.members].sort()).toEqual([...ids].sort());
