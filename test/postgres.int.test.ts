@@ -12,6 +12,7 @@ import { replay } from "../src/projections/replay.js";
 import { verifyRecorded } from "../src/projections/verify.js";
 import { child } from "./support/child.js";
 import { cli, cliEntry } from "./support/cli.js";
+import { pendingDelegations } from "./support/delegations.js";
 import { History } from "./support/history.js";
 import { postgresSkipReason, testDatabase } from "./support/postgres.js";
 
@@ -80,12 +81,7 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
   it(`4 processes racing for ${delegations} delegations (two claiming listed rows, two with claimNext) deliver each exactly once, none left pending`, async () => {
     const target = url();
     const log = await openLog(target);
-    const events: TurnfoldEvent[] = [];
-    for (let i = 0; i < delegations; i++) {
-      events.push({ type: "delegation.dispatched", at: 1, delegation: `d${i}`, owner: "s1", goal: "g" });
-      events.push({ type: "delegation.completed", at: 2, delegation: `d${i}`, status: "completed" });
-    }
-    await log.append(events);
+    await log.append(pendingDelegations(Array.from({ length: delegations }, (_, i) => `d${i}`)));
     // Two claim the rows they list, two take them with claimNext: every way of claiming, side by side.
     const claimers = ["a", "b", "c", "d"].map((c, i) => child([fixture("claimer.mjs"), target, c, ...(i >= 2 ? ["next"] : [])]));
     await Promise.all(claimers.map((c) => c.ready));
@@ -224,10 +220,7 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
     const schema = new URL(target).searchParams.get("schema")!;
     const log = await openLog(target);
     const ids = Array.from({ length: 3000 }, (_, i) => `d${String(i).padStart(4, "0")}`);
-    await log.append([
-      ...ids.map((delegation): TurnfoldEvent => ({ type: "delegation.dispatched", at: 1, delegation, owner: "s", goal: "g" })),
-      ...ids.map((delegation): TurnfoldEvent => ({ type: "delegation.completed", at: 2, delegation, status: "completed" })),
-    ]);
+    await log.append(pendingDelegations(ids));
     await log.close();
     const client = new pg.Client({ connectionString: database!.url });
     await client.connect();
@@ -300,10 +293,7 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
     const { Ledger } = await import("../src/ledger/ledger.js");
     const ledger = new Ledger(log, { consumer: "w" });
     const ids = ["d1", "d2", "d3"];
-    await log.append([
-      ...ids.map((delegation): TurnfoldEvent => ({ type: "delegation.dispatched", at: 1, delegation, owner: "s", goal: "g" })),
-      ...ids.map((delegation): TurnfoldEvent => ({ type: "delegation.completed", at: 2, delegation, status: "completed" })),
-    ]);
+    await log.append(pendingDelegations(ids));
     const first = await ledger.claimNext();
     expect(first && (await ledger.complete(first.row.delegation, first.claim)).ok).toBe(true);
     const client = new pg.Client({ connectionString: database!.url });

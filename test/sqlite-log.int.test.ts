@@ -4,19 +4,18 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { firstValueFrom, take, toArray } from "rxjs";
-import { isLogError, openSqliteLog, type SqliteLog, type Stored, type TurnfoldEvent } from "../src/events/index.js";
+import { isLogError, openSqliteLog, type SqliteLog, type Stored } from "../src/events/index.js";
 import { ledgerOf } from "../src/ledger/projection.js";
 import { openLog as openAny, type OpenLogOptions } from "../src/open.js";
 
 const openLog = (path: string, options?: OpenLogOptions) => openAny(path, options) as Promise<SqliteLog>;
+import { completed, dispatched } from "./support/delegations.js";
 import { describeLogContract, drainEvent } from "./support/log-contract.js";
 import { tempDir } from "./support/tmp.js";
 
 const dir = tempDir();
 let n = 0;
 const fresh = () => join(dir, `log-${n++}.sqlite`);
-const dispatched = (delegation: string): TurnfoldEvent => ({ type: "delegation.dispatched", at: 1, delegation, owner: "s1", goal: "g" });
-const completed = (delegation: string): TurnfoldEvent => ({ type: "delegation.completed", at: 2, delegation, status: "completed" });
 
 
 async function openError(path: string, create = false): Promise<unknown> {

@@ -354,7 +354,7 @@ export class PostgresLog implements EventStore {
         row: async (projection, key) => {
           this.#registered(projection);
           const rows = tx.rows.of(projection.name);
-          if (!rows.has(key)) rows.set(key, (await this.#rowJson(tx.run, projection, key)) ?? undefined);
+          if (!rows.has(key)) rows.set(key, await this.#rowJson(tx.run, projection, key));
           return parseRow(rows.get(key)) as never;
         },
         rows: async (projection, options) => {

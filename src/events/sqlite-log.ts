@@ -187,7 +187,7 @@ const projectionTable = (name: string) => `projection_${name}`;
 interface RowAccess {
   get(projection: InlineProjection<unknown>, key: string): unknown;
   put(projection: InlineProjection<unknown>, key: string, row: unknown): void;
-  list(projection: InlineProjection<unknown>, tag: string | null, limit: number): unknown[];
+  list(projection: InlineProjection<unknown>, options: ListOptions): unknown[];
 }
 
 /** Cached statements for the projections' tables. */
@@ -222,7 +222,7 @@ function rowAccess(db: Database.Database, projections: readonly InlineProjection
     put(p, key, row) {
       of(p).upsert.run(key, p.tag(row), p.updatedAt(row), JSON.stringify(row));
     },
-    list(p, tag, limit) {
+    list(p, { tag, limit = 1_000_000_000 }) {
       const rows = (tag === null ? of(p).untagged.all(limit) : of(p).tagged.all(tag, limit)) as string[];
       return rows.map((json) => JSON.parse(json) as unknown);
     },
@@ -361,7 +361,7 @@ export class SqliteLog implements EventStore {
           return seqs;
         },
         row: async (projection, key) => this.#rows.get(projection as InlineProjection<unknown>, key) as never,
-        rows: async (projection, options) => this.#rows.list(projection as InlineProjection<unknown>, options.tag, options.limit ?? 1_000_000_000) as never,
+        rows: async (projection, options) => this.#rows.list(projection as InlineProjection<unknown>, options) as never,
       };
       try {
         const result = await body(tx);
@@ -382,8 +382,7 @@ export class SqliteLog implements EventStore {
   }
 
   async rows<Row>(projection: InlineProjection<Row>, options: ListOptions): Promise<Row[]> {
-    const limit = options.limit ?? 1_000_000_000;
-    return this.#read(() => this.#rows.list(projection as InlineProjection<unknown>, options.tag, limit) as Row[]);
+    return this.#read(() => this.#rows.list(projection as InlineProjection<unknown>, options) as Row[]);
   }
 
   async markDelivered(sink: string, recordSeq: number, at: number): Promise<void> {

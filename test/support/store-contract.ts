@@ -7,9 +7,7 @@ import type { TurnfoldEvent } from "../../src/events/index.js";
 import { isInvalidEventsError, type InvalidEventsError } from "../../src/events/validate.js";
 import { ledgerOf } from "../../src/ledger/projection.js";
 import type { Adapter } from "./adapters.js";
-
-const dispatched = (id: string): TurnfoldEvent => ({ type: "delegation.dispatched", at: 1, delegation: id, owner: "s1", goal: "g" });
-const completed = (id: string, at = 2): TurnfoldEvent => ({ type: "delegation.completed", at, delegation: id, status: "completed" });
+import { completed, dispatched } from "./delegations.js";
 
 export function describeStoreContract(adapter: Adapter): void {
   describe(`store contract: ${adapter.name}`, () => {
