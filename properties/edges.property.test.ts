@@ -186,7 +186,7 @@ test("issue 37, pinned from the property: a second exit the fold ignored is not 
   const h = new History().exit("p1", 1, { owner: "t1:2", output: marker("t1") }).open("t1:2").exit("p1", 1, { owner: "t0", output: marker("t0") });
   const authority = new Authority();
   for (const event of h.events) authority.apply(event);
-  const seen = authority.explanationFor("t1:2", explain(h.events, "p1"));
+  const seen = authority.explanationFor(["t1:2"], explain(h.events, "p1"));
   expect(JSON.stringify(seen)).toContain(marker("t1"));
   expect(JSON.stringify(seen)).not.toContain(marker("t0"));
 });

@@ -35,6 +35,19 @@ export function bearer(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
+/**
+ * A session token as the server holds it while a request or a stream lasts: only its hash,
+ * which is what grants are kept under, so no copy of the secret outlives the request.
+ */
+export interface Token {
+  readonly hash: string;
+}
+
+/** The token of a request, hashed once. */
+export function sessionToken(token: string): Token {
+  return { hash: tokenHash(token) };
+}
+
 /** A grant of a session token: the key it was issued for, and the seq that issued it. */
 interface Grant {
   readonly session: string;
@@ -117,8 +130,25 @@ export class SessionDirectory {
   }
 
   /** The session key a token was granted for, if any. */
-  grantOf(token: string): string | undefined {
-    return this.#grants.get(tokenHash(token))?.session;
+  grantOf(token: Token): string | undefined {
+    return this.#grants.get(token.hash)?.session;
+  }
+
+  /**
+   * The keys a token reaches from `key` on: the lineage from `key` (as the fold has it), cut
+   * at the first key that revoked the token's grant (a later `session.opened` of that key
+   * with a new token). Empty when the token was never granted, or does not reach `key` at
+   * all. Asked afresh at every read, so a revocation counts from the event that made it.
+   */
+  reachFrom(token: Token, key: string): string[] {
+    const grant = this.#grants.get(token.hash);
+    if (grant === undefined) return [];
+    const reach: string[] = [];
+    for (const link of this.lineageFrom(grant.session)) {
+      if (grant.seq < (this.#revokedBefore.get(link) ?? 0)) break;
+      if (link === key || reach.length > 0) reach.push(link);
+    }
+    return reach;
   }
 
   /**
@@ -126,14 +156,8 @@ export class SessionDirectory {
    * with no revocation since the grant on the way there. Whether an act there would take
    * effect is the fold's question, not this one.
    */
-  allows(token: string, key: string): boolean {
-    const grant = this.#grants.get(tokenHash(token));
-    if (grant === undefined) return false;
-    for (const link of this.lineageFrom(grant.session)) {
-      if (grant.seq < (this.#revokedBefore.get(link) ?? 0)) return false;
-      if (link === key) return true;
-    }
-    return false;
+  allows(token: Token, key: string): boolean {
+    return this.reachFrom(token, key).length > 0;
   }
 
   /** The keys of a lineage from `key` on, as the fold has it: the key, its successor, and so on. */

@@ -62,14 +62,14 @@ export class Authority {
   }
 
   /**
-   * The one ownership filter of every read: whether a caller acting as `key` may see what
-   * belongs to `subject` (an owner key, or the session a turn went to). A token reaches
-   * its key and the keys that continue it, so the caller sees what belongs to those: the
-   * subject's session (an extra key names its session) must be `key` or continue it. An
-   * unaddressed or unknown subject is no one's.
+   * The one ownership filter of every read: whether a caller whose token reaches the keys
+   * `reach` (its key and the keys that continue it, cut where a revocation stands: see
+   * `SessionDirectory.reachFrom`) may see what belongs to `subject` (an owner key, or the
+   * session a turn went to). The subject's session (an extra key names its session) must be
+   * one of them. An unaddressed or unknown subject is no one's.
    */
-  sees(key: string, subject: string | undefined): boolean {
-    return subject !== undefined && this.query.lineageFrom(key).includes(this.query.sessionOf(subject));
+  sees(reach: readonly string[], subject: string | undefined): boolean {
+    return subject !== undefined && reach.includes(this.query.sessionOf(subject));
   }
 
   /** The keys that see what belongs to `session`: itself and every key it continues. */
@@ -82,20 +82,21 @@ export class Authority {
   }
 
   /**
-   * An explanation cut to what `key` may see: the events of its own runs (each event goes
+   * An explanation cut to what a caller reaching `reach` may see: the events of its own runs (each event goes
    * with whoever owned the subject at that point), the items that were its own, and only
    * the turns its conversation received. Undefined when nothing is left: another
    * session's id and a missing one look the same.
    */
-  explanationFor(key: string, explanation: Explanation): Explanation | undefined {
-    const events = explanation.events.filter((event) => (explanation.ownersAt.get(event.seq) ?? []).some((owner) => this.sees(key, owner)));
+  explanationFor(reach: readonly string[], explanation: Explanation): Explanation | undefined {
+    const sees = (subject: string | undefined) => this.sees(reach, subject);
+    const events = explanation.events.filter((event) => (explanation.ownersAt.get(event.seq) ?? []).some(sees));
     const visible = new Set(events.map((event) => event.seq));
     const items = explanation.items
-      .filter((story) => (story.itemSeq !== undefined && visible.has(story.itemSeq)) || story.fates.some((fate) => this.sees(key, placedWith(fate))))
+      .filter((story) => (story.itemSeq !== undefined && visible.has(story.itemSeq)) || story.fates.some((fate) => sees(placedWith(fate))))
       .map((story): ItemStory => {
         // Other sessions' drains name other sessions: not this caller's to know.
-        const foreignDrains = story.foreignDrains.filter((drain) => this.sees(key, drain.session));
-        const turn = story.turn === undefined || this.sees(key, story.turn.session) ? story.turn : undefined;
+        const foreignDrains = story.foreignDrains.filter((drain) => sees(drain.session));
+        const turn = story.turn === undefined || sees(story.turn.session) ? story.turn : undefined;
         return { ...story, turn, foreignDrains, foreignDrainCount: foreignDrains.length };
       });
     if (events.length === 0 && items.length === 0) return undefined;

@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { EventStore } from "../events/store.js";
 import type { TurnfoldEvent } from "../events/schema.js";
 import type { FoldQuery } from "../reducers/query.js";
-import { bearer, sameSecret, type SessionDirectory } from "./auth.js";
+import { bearer, sameSecret, sessionToken, type SessionDirectory, type Token } from "./auth.js";
 import type { Authority } from "./authority.js";
 import type { LogFollower } from "./follow.js";
 import { HttpError, noSuchSession } from "./http.js";
@@ -87,11 +87,32 @@ export function requireProducer(context: ServiceContext, request: FastifyRequest
 
 /** 401 without a well-formed token, 404 for a session it does not reach (the same answer as for a session that does not exist). */
 export function requireSession(context: ServiceContext, request: SessionRequest): string {
-  const token = bearer(request.headers.authorization);
-  if (token === undefined) throw new HttpError(401, { error: "a session token is required (Authorization: Bearer …)" });
+  return requireReader(context, request).key;
+}
+
+/**
+ * A caller that reads a session: the path's key, and what its token reaches from there now
+ * (`reach`, asked afresh at each call, so a revocation counts at once, also for a stream
+ * that is already open). Every read route filters with `sees`.
+ */
+export interface Reader {
+  readonly key: string;
+  readonly token: Token;
+  /** The keys the token reaches from `key` on, as of now: empty once it reaches nothing. */
+  reach(): string[];
+  /** The one read filter: whether what belongs to `subject` (an owner key, or the session a turn went to) is this caller's to see. */
+  sees(subject: string | undefined): boolean;
+}
+
+/** `requireSession`, and the reader it makes of the caller. */
+export function requireReader(context: ServiceContext, request: SessionRequest): Reader {
+  const raw = bearer(request.headers.authorization);
+  if (raw === undefined) throw new HttpError(401, { error: "a session token is required (Authorization: Bearer …)" });
+  const token = sessionToken(raw);
   const key = request.params.key;
   if (typeof key !== "string" || !context.directory.allows(token, key)) throw new HttpError(404, noSuchSession);
-  return key;
+  const reach = () => context.directory.reachFrom(token, key);
+  return { key, token, reach, sees: (subject) => context.authority.sees(reach(), subject) };
 }
 
 /**

@@ -54,6 +54,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   const follower = await LogFollower.start(log, (event) => {
     authority.apply(event);
     directory.apply(event);
+    if (event.type === "session.opened" && event.tokenHash !== undefined && event.keepTokens !== true) streams.revalidate();
     if (event.type === "notification.dispatched") streams.publish(event, authority.audienceOf(event.session));
   });
   const appended = async (events: readonly TurnfoldEvent[], seqs: readonly number[]) => {

@@ -17,6 +17,10 @@ const slowStreamBytes = 1 << 20;
 export interface Stream {
   readonly key: string;
   readonly raw: ServerResponse;
+  /** The read filter, asked at every record: whether a turn of this session is the stream's token's to see now. */
+  readonly sees: (session: string) => boolean;
+  /** Why the stream's token lost some of its reach since the stream opened, or undefined while it keeps it. */
+  readonly lost: () => string | undefined;
   /** Seq of the last record sent (or the `Last-Event-ID` it resumed from). */
   sent: number;
   /** Live records that came while the stream was catching up. */
@@ -29,16 +33,22 @@ function turnEvent(record: Stored): string {
   return `id: ${record.seq}\nevent: turn\ndata: ${turnJson(turn)}\n\n`;
 }
 
-/** Writes one record to a stream (once: never at or below the last seq sent); false when the client is behind. */
+/** Whether a stream takes no more writes (its client went, or the server ended it). */
+export function closed(stream: Stream): boolean {
+  return stream.raw.destroyed || stream.raw.writableEnded;
+}
+
+/** Writes one record to a stream (once: never at or below the last seq sent, and only one its token sees now); false when the client is behind. */
 function write(stream: Stream, record: Stored): boolean {
-  if (record.seq <= stream.sent || stream.raw.destroyed) return true;
+  if (record.seq <= stream.sent || closed(stream)) return true;
+  if (!stream.sees((record as { session: string }).session)) return true;
   stream.sent = record.seq;
   return stream.raw.write(turnEvent(record));
 }
 
 /** A caught-up record: waits for the client to read before writing more. */
 export async function sendPaced(stream: Stream, record: Stored): Promise<void> {
-  if (!write(stream, record) && !stream.raw.destroyed) {
+  if (!write(stream, record) && !closed(stream)) {
     // Either the client reads, or it goes away.
     await Promise.race([once(stream.raw, "drain"), once(stream.raw, "close")]).catch(() => undefined);
   }
@@ -82,6 +92,22 @@ export class StreamRegistry {
           write(stream, record);
           if (stream.raw.writableLength > slowStreamBytes) stream.raw.destroy();
         }
+      }
+    }
+  }
+
+  /**
+   * Ends, with a `revoked` event that says why, every stream whose token lost reach (a
+   * session it follows was opened again with a new token): asked after each event that
+   * revokes tokens, so no turn reaches a stream after its token stopped reaching it.
+   */
+  revalidate(): void {
+    for (const set of this.#streams.values()) {
+      for (const stream of set) {
+        const why = closed(stream) ? undefined : stream.lost();
+        if (why === undefined) continue;
+        stream.pending = undefined;
+        stream.raw.end(`event: revoked\ndata: ${JSON.stringify({ error: why })}\n\n`);
       }
     }
   }

@@ -72,6 +72,10 @@ export interface SseEvent {
 export interface TurnStream {
   readonly events: SseEvent[];
   readonly status: Promise<number>;
+  /** Resolves when the server ends the stream (or the connection breaks). */
+  readonly ended: Promise<void>;
+  /** The whole body so far, comments and non-turn events included. */
+  text(): string;
   waitFor(count: number, timeoutMs?: number): Promise<void>;
   close(): void;
 }
@@ -82,12 +86,18 @@ export function openStream(url: string, key: string, token: string, lastEventId?
   let waiters: (() => void)[] = [];
   let resolveStatus: (status: number) => void = () => undefined;
   const status = new Promise<number>((resolve) => (resolveStatus = resolve));
+  let resolveEnded: () => void = () => undefined;
+  const ended = new Promise<void>((resolve) => (resolveEnded = resolve));
+  let body = "";
   const target = new URL(`/v1/sessions/${encodeURIComponent(key)}/turns`, url);
   const req = request(target, { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream", ...(lastEventId === undefined ? {} : { "last-event-id": String(lastEventId) }) } }, (res) => {
     resolveStatus(res.statusCode ?? 0);
     res.setEncoding("utf8");
     const read = sseReader((id, data) => events.push({ id, data: JSON.parse(data) as SseEvent["data"] }));
+    res.on("end", () => resolveEnded());
+    res.on("close", () => resolveEnded());
     res.on("data", (chunk: string) => {
+      body += chunk;
       read(chunk);
       const ready = waiters;
       waiters = [];
@@ -95,11 +105,16 @@ export function openStream(url: string, key: string, token: string, lastEventId?
     });
     res.on("error", () => undefined);
   });
-  req.on("error", () => resolveStatus(0));
+  req.on("error", () => {
+    resolveStatus(0);
+    resolveEnded();
+  });
   req.end();
   return {
     events,
     status,
+    ended,
+    text: () => body,
     async waitFor(count, timeoutMs = 15_000) {
       const deadline = Date.now() + timeoutMs;
       while (events.length < count) {

@@ -3,15 +3,16 @@
  * Events, resumable with `Last-Event-ID`: caught up from the log, then live, none twice.
  */
 import { readPages } from "../../events/log.js";
-import { requireSession, routeConfig, type ServiceContext } from "../context.js";
+import { requireReader, routeConfig, type ServiceContext } from "../context.js";
 import { HttpError } from "../http.js";
-import { sendPaced, type Stream } from "../streams.js";
+import { closed, sendPaced, type Stream } from "../streams.js";
 
 /** Registers the turn stream route. */
 export function turnRoutes(context: ServiceContext): void {
-  const { app, log, options, streams, follower, authority } = context;
+  const { app, log, options, streams, follower } = context;
   app.get<{ Params: { key: string } }>("/v1/sessions/:key/turns", routeConfig("session"), async (request, reply) => {
-    const key = requireSession(context, request);
+    const reader = requireReader(context, request);
+    const key = reader.key;
     const resume = request.headers["last-event-id"];
     const from = resume === undefined ? 0 : Number(resume);
     if (!Number.isInteger(from) || from < 0) throw new HttpError(400, { error: "Last-Event-ID must be a whole number (the id of the last turn received)" });
@@ -20,7 +21,18 @@ export function turnRoutes(context: ServiceContext): void {
     const raw = reply.raw;
     raw.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
     raw.write(": turns of this session and its successors\n\n");
-    const stream: Stream = { key, raw, sent: from, pending: [] };
+    // A stream keeps what its token reached when it opened, and whatever compressions add;
+    // the first key it stops reaching (opened again with a new token) ends it.
+    let reached = reader.reach();
+    const lost = () => {
+      const now = reader.reach();
+      if (now.length >= reached.length) {
+        reached = now;
+        return undefined;
+      }
+      return `this token no longer reaches ${reached[now.length]!}: that session was opened again with a new token`;
+    };
+    const stream: Stream = { key, raw, sees: reader.sees, lost, sent: from, pending: [] };
     streams.add(stream);
     const keepAlive = setInterval(() => raw.write(": keep-alive\n\n"), options.keepAliveMs ?? 15_000);
     raw.on("close", () => clearInterval(keepAlive));
@@ -30,14 +42,15 @@ export function turnRoutes(context: ServiceContext): void {
     await follower.appliedUpTo(upTo);
     catchUp: for await (const page of readPages((o) => log.readPage(o), { from: from + 1, type: "notification.dispatched" })) {
       for (const record of page) {
-        if (raw.destroyed) return;
+        if (closed(stream)) return;
         if (record.seq > upTo) break catchUp;
-        // The one filter every read goes through: turns of this session's conversation.
-        if (authority.sees(key, (record as { session: string }).session)) await sendPaced(stream, record);
+        // The one filter every read goes through (in `write`): turns of this session's
+        // conversation that the token still reaches.
+        await sendPaced(stream, record);
       }
     }
     // Live records that came meanwhile, paced too; later ones go straight out.
-    while (stream.pending && stream.pending.length > 0 && !raw.destroyed) await sendPaced(stream, stream.pending.shift()!);
+    while (stream.pending && stream.pending.length > 0 && !closed(stream)) await sendPaced(stream, stream.pending.shift()!);
     stream.pending = undefined;
   });
 }
