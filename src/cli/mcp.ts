@@ -86,13 +86,18 @@ export function mcpCommand(program: Command): void {
         const say = reporter(false, "turnfold mcp");
         // Loaded here: the SDK is for this command only.
         const [{ startMcpServer }, { StdioServerTransport }] = await Promise.all([import("../mcp/server.js"), import("@modelcontextprotocol/sdk/server/stdio.js")]);
+        const spoolRoot = join(stateDir(), "spool", log.logId);
+        const spoolDir = join(spoolRoot, encodeURIComponent(session));
+        // What dead servers of one-off conversations left behind goes (their children's output).
+        const { sweepSpools } = await import("../mcp/spool.js");
+        sweepSpools(spoolRoot, spoolDir);
         const server = await startMcpServer(
           {
             log,
             session,
             push: options.push,
             pollMs: options.pollMs,
-            spoolDir: join(stateDir(), "spool", log.logId, encodeURIComponent(session)),
+            spoolDir,
             report: (e) => say({ ...e }),
             ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}),
             ...(options.staleAfter !== undefined ? { staleAfterMs: options.staleAfter } : {}),

@@ -41,6 +41,21 @@ export const defaultRules: readonly RedactionRule[] = [
 /** Replaces every secret in a text. */
 export type Redactor = (text: string) => string;
 
+/** The flags that change what a trigger matches (`g` and `y` only move a position). */
+const meaningFlags = (flags: string) => flags.replace(/[gyd]/g, "");
+
+/** The triggers joined into one expression per set of flags, in the order those sets first appear. */
+function triggerUnions(triggers: readonly RegExp[]): RegExp[] {
+  const byFlags = new Map<string, string[]>();
+  for (const trigger of triggers) {
+    const flags = meaningFlags(trigger.flags);
+    const sources = byFlags.get(flags) ?? [];
+    sources.push(`(?:${trigger.source})`);
+    byFlags.set(flags, sources);
+  }
+  return [...byFlags].map(([flags, sources]) => new RegExp(sources.join("|"), flags));
+}
+
 /** Builds a redactor from the default rules plus yours (yours run after the defaults). */
 export function createRedactor(extra: readonly RedactionRule[] = [], base: readonly RedactionRule[] = defaultRules): Redactor {
   const rules = [...base, ...extra];
@@ -49,17 +64,14 @@ export function createRedactor(extra: readonly RedactionRule[] = [], base: reado
   // A rule without a trigger could match anything, so then every text is looked at.
   const triggered = rules.every((rule) => rule.trigger !== undefined);
   // A trigger is only tested: a global or sticky one would keep a position between texts.
-  const trigger = (rule: RedactionRule) => (rule.trigger === undefined || (!rule.trigger.global && !rule.trigger.sticky) ? rule.trigger : new RegExp(rule.trigger.source, rule.trigger.flags.replace(/[gy]/g, "")));
+  const trigger = (rule: RedactionRule) => (rule.trigger === undefined || (!rule.trigger.global && !rule.trigger.sticky) ? rule.trigger : new RegExp(rule.trigger.source, meaningFlags(rule.trigger.flags)));
   const checks = rules.map(trigger);
-  // Two expressions, not one: a case-insensitive scan is slower, so only the triggers that
-  // need it pay for it.
-  const union = (cased: boolean) => {
-    const some = rules.filter((rule) => rule.trigger!.ignoreCase !== cased);
-    return some.length === 0 ? undefined : new RegExp(some.map((rule) => `(?:${rule.trigger!.source})`).join("|"), cased ? "" : "i");
-  };
-  const [exact, anyCase] = triggered ? [union(true), union(false)] : [];
+  // One expression per set of flags, not one for all: a case-insensitive scan is slower, so
+  // only the triggers that need it pay for it, and a trigger keeps the meaning its own
+  // flags give it (`u`, `s`, `m`: an embedder's rule fires as written).
+  const unions = triggered ? triggerUnions(rules.map((rule) => rule.trigger!)) : [];
   return (text) => {
-    if (triggered && exact?.test(text) !== true && anyCase?.test(text) !== true) return text;
+    if (triggered && !unions.some((union) => union.test(text))) return text;
     let out = text;
     for (let i = 0; i < rules.length; i++) {
       const rule = rules[i]!;
@@ -72,14 +84,16 @@ export function createRedactor(extra: readonly RedactionRule[] = [], base: reado
 
 /**
  * Fields that name things (ids, keys, enums, hashes) rather than carry text: never
- * rewritten, so a redaction cannot change who owns what. Every other string in an event,
- * at any depth (outputs, commands, notes, summaries, errors, recorded turn texts, and
- * fields this version does not know), goes through the redactor.
+ * rewritten, so a redaction cannot change who owns what, or which claim a ledger move
+ * belongs to. Every other string in an event, at any depth (outputs, commands, notes,
+ * summaries, errors, recorded turn texts, consumer names, a delegation's `uiSession`, and
+ * fields this version does not know, `reason` and `state` included), goes through the
+ * redactor. The enums among those (`session.closed`'s `reason`, a drain's `consumer`) are
+ * checked before they are stored and never hold a secret's shape.
  */
 const namingFields: ReadonlySet<string> = new Set([
   "type", "session", "successor", "surface", "keys", "route", "process", "owner", "from", "to",
-  "replaces", "delegation", "claim", "consumer", "kind", "members", "act", "reason", "state",
-  "tokenHash", "successorTokenHash", "uiSession",
+  "replaces", "delegation", "claim", "kind", "members", "act", "tokenHash", "successorTokenHash",
 ]);
 
 function redactValue(value: unknown, redact: Redactor): unknown {
@@ -118,6 +132,36 @@ function redactFields(object: Record<string, unknown>, redact: Redactor, top: bo
  */
 export function redactEvent<E extends object>(event: E, redact: Redactor): E {
   return redactFields(event as Record<string, unknown>, redact, true) as E;
+}
+
+/** Characters of context read on each side of a cut, so a secret the cut passes through is still recognised whole. */
+export const cutContext = 1024;
+
+/**
+ * `text.slice(from, to)` redacted with the rest of `text` as context: what a cut through
+ * output (a tail, a heartbeat, a page) must show, where redacting after the cut would miss
+ * a secret whose keyword or prefix fell outside it (`password=` before the cut, 30
+ * characters of the password after it). The whole text is redacted, and the parts before
+ * `from` and after `to` are taken off by what they redact to alone: a secret that crosses
+ * the cut shows as (part of) its replacement, never as its characters. Works with any
+ * redactor, an embedder's included. Give it `cutContext` characters on each side.
+ */
+export function redactCut(redact: Redactor, text: string, from: number, to = text.length): string {
+  const whole = redact(text);
+  if (whole === text) return text.slice(from, to);
+  let start = 0;
+  if (from > 0) {
+    const head = redact(text.slice(0, from));
+    while (start < head.length && start < whole.length && head.charCodeAt(start) === whole.charCodeAt(start)) start++;
+  }
+  let end = whole.length;
+  if (to < text.length) {
+    const tail = redact(text.slice(to));
+    let same = 0;
+    while (same < tail.length && end - same > start && tail.charCodeAt(tail.length - 1 - same) === whole.charCodeAt(end - 1 - same)) same++;
+    end -= same;
+  }
+  return whole.slice(start, end);
 }
 
 /** The redactor a log uses unless it is told otherwise: the default rules. */

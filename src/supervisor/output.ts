@@ -50,6 +50,19 @@ export class OutputBuffer {
     const text = this.#text.slice(start);
     return text.length > chars ? text.slice(-chars) : text;
   }
+
+  /**
+   * The characters from absolute offset `start` to `end` with up to `context` characters
+   * of what the buffer holds on each side: `text.slice(from, to)` is the part asked for.
+   * For cutting output where a secret may cross the cut (`redactCut`).
+   */
+  around(start: number, end: number, context: number): { text: string; from: number; to: number } {
+    const first = Math.max(start, this.#dropped) - this.#dropped;
+    const last = Math.max(first, Math.min(end, this.total) - this.#dropped);
+    const before = Math.max(0, first - context);
+    const text = this.#text.slice(before, Math.min(this.#text.length, last + context));
+    return { text, from: first - before, to: last - before };
+  }
 }
 
 /** Splits a stream into whole lines; the last partial line waits for its end. */

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import type { EventLog } from "../events/log.js";
 import type { TurnfoldEvent } from "../events/schema.js";
 import { LineSplitter, OutputBuffer, stripAnsi } from "./output.js";
-import { createRedactor, type Redactor } from "../events/redact.js";
+import { createRedactor, cutContext, redactCut, type Redactor } from "../events/redact.js";
 import { WatchLimiter, type WatchEffect, type WatchPolicy } from "./watch.js";
 import { childMark, childMarkVariable, currentProcess, processStart, thisHost, type ProcessIdentity } from "../ledger/process-identity.js";
 import { backoffMs, isTransientStoreError } from "../events/transient.js";
@@ -296,7 +296,7 @@ export class Supervisor {
     if (m.result !== undefined) return;
     this.#watch.forget(m.id);
     const tail = m.buffer.tail(m.tailChars);
-    const output = this.#redact(reason === "failedStart" && tail.text === "" && source ? source : tail.text);
+    const output = reason === "failedStart" && tail.text === "" && source ? this.#redact(source) : this.#cut(m, m.buffer.total - tail.text.length, m.buffer.total);
     const result: ExitResult = { process: m.id, exitCode, reason, output, outputCut: tail.cut };
     m.result = result;
     // A result someone is taking right now (a `wait` in progress, a `kill`) is consumed in
@@ -318,6 +318,12 @@ export class Supervisor {
       },
       ...consumed,
     ]).then(() => m.resolveExit(result));
+  }
+
+  /** Output from `start` to `end`, redacted before it is cut: a secret the cut passes through is never shown in part. */
+  #cut(m: Managed, start: number, end: number): string {
+    const { text, from, to } = m.buffer.around(start, end, cutContext);
+    return redactCut(this.#redact, text, from, to);
   }
 
   #get(id: string): Managed {
@@ -368,7 +374,7 @@ export class Supervisor {
     const exited = m.result !== undefined;
     const atEnd = exited && end >= m.buffer.total;
     if (atEnd) await this.#append([{ type: "process.consumed", at: this.#clock(), process: id, act: "log" }]);
-    return { text: this.#redact(text), offset, next: end, total: m.buffer.total, exited, atEnd };
+    return { text: text === "" ? text : this.#cut(m, offset, end), offset, next: end, total: m.buffer.total, exited, atEnd };
   }
 
   /**
@@ -434,7 +440,7 @@ export class Supervisor {
       if (m.result !== undefined || m.heartbeatMs === undefined || now - m.lastBeatAt < m.heartbeatMs) continue;
       // Only new output, and no beat at all when nothing new was written.
       if (m.buffer.total === m.beatOffset) continue;
-      const output = this.#redact(m.buffer.since(m.beatOffset, m.tailChars));
+      const output = this.#cut(m, Math.max(m.beatOffset, m.buffer.total - m.tailChars), m.buffer.total);
       m.beatOffset = m.buffer.total;
       m.lastBeatAt = now;
       m.beats++;
