@@ -1,10 +1,11 @@
 /** `turnfold hook HOST` (one hook of Claude Code, Codex or Gemini CLI) and `turnfold hook install HOST` (its settings). */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Command } from "commander";
 import { agentHosts, sessionFromHost, type AgentHost } from "../mcp/host.js";
 import { HookInput, hookEvents, runHook, withHooks } from "../mcp/hook.js";
+import { formatJson, parseJson, replaceFile, writeTarget } from "./settings-file.js";
 import { openLog } from "../open.js";
 import { InputError, runCommand } from "./io.js";
 import { logTarget, parseSession } from "./mcp.js";
@@ -107,7 +108,7 @@ function install(file: string, command: string, host: AgentHost): void {
   if (existsSync(file)) {
     const text = readFileSync(file, "utf8");
     try {
-      const value = text.trim() === "" ? {} : (JSON.parse(text) as unknown);
+      const value = text.trim() === "" ? {} : (parseJson(text) as unknown);
       if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error("expected a JSON object");
       settings = value as Record<string, unknown>;
     } catch (error) {
@@ -124,9 +125,7 @@ function install(file: string, command: string, host: AgentHost): void {
     process.stdout.write(`${file}: turnfold's hooks are there already (${command}); nothing changed\n`);
     return;
   }
-  mkdirSync(dirname(file), { recursive: true });
-  const temporary = `${file}.turnfold-${process.pid}`;
-  writeFileSync(temporary, JSON.stringify(merged.settings, null, 2) + "\n");
-  renameSync(temporary, file);
+  mkdirSync(dirname(writeTarget(file)), { recursive: true });
+  replaceFile(file, formatJson(merged.settings) + "\n");
   for (const event of merged.added) process.stdout.write(`${file}: added ${event} → ${command}\n`);
 }

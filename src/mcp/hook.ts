@@ -157,7 +157,8 @@ interface HookGroup {
  */
 export function withHooks(settings: Record<string, unknown>, command: string, host: AgentHost = "claude-code"): { settings: Record<string, unknown>; added: string[] } {
   const hooks = settings["hooks"];
-  if (hooks !== undefined && (typeof hooks !== "object" || hooks === null || Array.isArray(hooks))) throw new TypeError("hooks: expected an object of hook events");
+  const plain = (value: unknown) => typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype;
+  if (hooks !== undefined && !plain(hooks)) throw new TypeError("hooks: expected an object of hook events");
   const merged: Record<string, unknown> = { ...(hooks as Record<string, unknown> | undefined) };
   const added: string[] = [];
   const timeout = host === "gemini-cli" ? 30_000 : 30;
