@@ -1,6 +1,6 @@
 /**
  * The composition root: opens a store with the inline projections turnfold keeps (the
- * delegation ledger), so every opener of a log registers the same ones, and the ledger
+ * delegation ledger, and the batches `serve` accepted with an idempotency key), so every opener of a log registers the same ones, and the ledger
  * policy is given once, to the projection that both applies and decides with it.
  */
 import { logError } from "./events/errors.js";
@@ -9,6 +9,7 @@ import { isPostgresUrl, redactUrl } from "./events/urls.js";
 import { defaultRedactor, type Redactor } from "./events/redact.js";
 import type { EventStore } from "./events/store.js";
 import { ledgerProjection } from "./ledger/projection.js";
+import { batchesProjection } from "./service/batches.js";
 import { defaultLedgerPolicy, type LedgerPolicy } from "./ledger/decider.js";
 
 /** How `openLog` opens a log. */
@@ -52,7 +53,7 @@ export async function openLog(target: string, options: OpenLogOptions = {}): Pro
   if (typeof target !== "string" || target.trim() === "") {
     throw logError("no-target", String(target ?? ""), `no log named (${JSON.stringify(target ?? null)}): give a SQLite file path, a postgres:// URL or "${memoryTarget}"`);
   }
-  const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy)];
+  const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy), batchesProjection];
   const redact = redactorOf(options.redaction, target);
   if (target === memoryTarget) return new MemoryLog({ projections, redact });
   if (isPostgresUrl(target)) {

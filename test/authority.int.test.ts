@@ -7,11 +7,8 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TurnfoldEvent } from "../src/events/schema.js";
-import type { EventStore } from "../src/events/store.js";
-import { openLog } from "../src/open.js";
-import { startPipeline, type Pipeline } from "../src/service/pipeline.js";
-import { createService, type Service } from "../src/service/server.js";
 import { testDatabase } from "./support/postgres.js";
+import { openSession, running, stop, type Running } from "./support/running.js";
 import { call, producerToken } from "./support/serve.js";
 import { tempDir } from "./support/tmp.js";
 
@@ -22,35 +19,10 @@ const backends: [string, () => string][] = [
   ...(database ? [["PostgreSQL", () => database.freshLog()] as [string, () => string]] : []),
 ];
 
-interface Running {
-  readonly log: EventStore;
-  readonly service: Service;
-  readonly pipeline: Pipeline;
-  readonly url: string;
-}
-
-async function running(target: string): Promise<Running> {
-  const log = await openLog(target, { pollMs: 5 });
-  const service = await createService({ log, producerToken });
-  const url = await service.listen("127.0.0.1", 0);
-  const pipeline = startPipeline({ log, report: () => undefined });
-  return { log, service, pipeline, url };
-}
-
-async function stop(r: Running): Promise<void> {
-  await r.pipeline.stop();
-  await r.service.close();
-  await r.log.close();
-}
-
 const exit = (process: string, owner: string, output: string): TurnfoldEvent => ({ type: "process.exited", at: Date.now(), process, exitCode: 0, reason: "exited", output, owner, command: `make ${process}` });
 const start = (process: string, owner: string): TurnfoldEvent => ({ type: "process.started", at: Date.now(), process, owner, command: `make ${process}`, notify: true });
 
-async function open(r: Running, session: string, extra: Record<string, unknown> = {}): Promise<string> {
-  const opened = await call(r.url, "POST", "/v1/sessions", producerToken, { session, surface: "tui", ...extra });
-  expect(opened.status, opened.text).toBe(201);
-  return String(opened.body["token"]);
-}
+const open = openSession;
 
 async function produce(r: Running, events: TurnfoldEvent[]): Promise<void> {
   const answer = await call(r.url, "POST", "/v1/events", producerToken, events);
@@ -102,8 +74,9 @@ describe.each(backends)("serve on %s: one authority for ownership", (_name, targ
   });
 
   it("R35 at the edge: a handoff is answered 2xx exactly when the fold takes it", async () => {
-    const a = await open(r, "A");
     const b = await open(r, "B");
+    // A reports to B: B agreed to take A's processes (issue 47).
+    const a = await open(r, "A", { parent: "B" });
     await open(r, "C", { keys: ["C-tab"] });
     await produce(r, [start("p1", "A"), start("p2", "C-tab"), start("p3", "A")]);
     // Another session's token: the process is not its own.
@@ -125,7 +98,7 @@ describe.each(backends)("serve on %s: one authority for ownership", (_name, targ
   });
 
   it("R35 at the edge: a session that owns a process through an extra key may hand it off", async () => {
-    const c = String((await call(r.url, "POST", "/v1/sessions", producerToken, { session: "C2", surface: "tui", keys: ["C2-tab"] })).body["token"]);
+    const c = String((await call(r.url, "POST", "/v1/sessions", producerToken, { session: "C2", surface: "tui", keys: ["C2-tab"], parent: "B" })).body["token"]);
     await produce(r, [start("p4", "C2-tab")]);
     expect((await call(r.url, "POST", "/v1/sessions/C2/processes/p4/hand-off", c, { to: "B" })).status).toBe(200);
   });

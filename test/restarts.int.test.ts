@@ -86,7 +86,7 @@ describe("serve: restarts, stale settings and handoffs over HTTP", () => {
   it("only the owning session's token may hand a process over; another session's gets 404, as for a missing process", async () => {
     const url = served.current().url;
     const parent = await open("parent");
-    const child = await open("child");
+    const child = await open("child", { parent: "parent" });
     const other = await open("other");
     expect((await post([{ type: "process.started", at: Date.now(), process: "suite", owner: "child", command: "npm test", notify: true }])).status).toBe(200);
     const foreign = await call(url, "POST", "/v1/sessions/other/processes/suite/hand-off", other, { to: "other" });

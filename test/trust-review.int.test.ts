@@ -6,15 +6,13 @@
  * and live runner on loopback HTTP.
  */
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import type { TurnfoldEvent } from "../src/events/schema.js";
-import type { EventStore } from "../src/events/store.js";
 import { openLog } from "../src/open.js";
 import { replay } from "../src/projections/replay.js";
 import { readAll } from "../src/events/log.js";
-import { startPipeline, type Pipeline } from "../src/service/pipeline.js";
-import { createService, type Service } from "../src/service/server.js";
 import { testDatabase } from "./support/postgres.js";
+import { openSession, runningForSuite, type Running } from "./support/running.js";
 import { call, openStream, producerToken } from "./support/serve.js";
 import { tempDir } from "./support/tmp.js";
 
@@ -25,34 +23,8 @@ const backends: [string, () => string][] = [
   ...(database ? [["PostgreSQL", () => database.freshLog()] as [string, () => string]] : []),
 ];
 
-interface Running {
-  readonly log: EventStore;
-  readonly service: Service;
-  readonly pipeline: Pipeline;
-  readonly url: string;
-}
-
-async function running(target: string): Promise<Running> {
-  const log = await openLog(target, { pollMs: 5 });
-  const service = await createService({ log, producerToken });
-  const url = await service.listen("127.0.0.1", 0);
-  const pipeline = startPipeline({ log, report: () => undefined });
-  return { log, service, pipeline, url };
-}
-
-async function stop(r: Running): Promise<void> {
-  await r.pipeline.stop();
-  await r.service.close();
-  await r.log.close();
-}
-
+const open = openSession;
 const exit = (process: string, owner: string, output: string): TurnfoldEvent => ({ type: "process.exited", at: Date.now(), process, exitCode: 0, reason: "exited", output, owner, command: `make ${process}` });
-
-async function open(r: Running, session: string, extra: Record<string, unknown> = {}): Promise<string> {
-  const opened = await call(r.url, "POST", "/v1/sessions", producerToken, { session, surface: "tui", ...extra });
-  expect(opened.status, opened.text).toBe(201);
-  return String(opened.body["token"]);
-}
 
 async function produce(r: Running, events: unknown[], headers: Record<string, string> = {}) {
   return call(r.url, "POST", "/v1/events", producerToken, events, headers);
@@ -70,11 +42,11 @@ async function recorded(r: Running, session: string, count: number): Promise<voi
 }
 
 describe.each(backends)("serve on %s: a revoked token reads nothing more", (_name, target) => {
+  const suite = runningForSuite(target);
   let r: Running;
-  beforeAll(async () => {
-    r = await running(target());
+  beforeEach(() => {
+    r = suite.current();
   });
-  afterAll(async () => stop(r));
 
   it("a token whose successor was opened again neither streams nor explains the successor's turns, through the old key either", async () => {
     const t1 = await open(r, "rev-a");
@@ -133,4 +105,173 @@ describe.each(backends)("serve on %s: a revoked token reads nothing more", (_nam
   });
 });
 
-export { readAll, replay };
+describe.each(backends)("serve on %s: a handoff needs the receiver's consent", (_name, target) => {
+  const suite = runningForSuite(target);
+  let r: Running;
+  beforeEach(() => {
+    r = suite.current();
+  });
+
+  it("a session hands its process to its parent (and what continues it), never to a session that did not agree", async () => {
+    await open(r, "ho-parent");
+    const stranger = await open(r, "ho-stranger");
+    const child = await open(r, "ho-child", { parent: "ho-parent" });
+    const loner = await open(r, "ho-loner");
+    const start = (process: string, owner: string): TurnfoldEvent => ({ type: "process.started", at: Date.now(), process, owner, command: "make", notify: true });
+    expect((await produce(r, [start("ho-1", "ho-child"), start("ho-2", "ho-child"), start("ho-3", "ho-loner")])).status).toBe(200);
+    const before = await r.log.lastSeq();
+    const refused = await call(r.url, "POST", "/v1/sessions/ho-child/processes/ho-1/hand-off", child, { to: "ho-stranger" });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ field: "to" });
+    expect(refused.body.error).toContain("ho-stranger never agreed");
+    expect(refused.body.error).toContain("ho-parent");
+    const lone = await call(r.url, "POST", "/v1/sessions/ho-loner/processes/ho-3/hand-off", loner, { to: "ho-parent" });
+    expect(lone.status).toBe(403);
+    expect(lone.body.error).toContain("none was named");
+    expect(await r.log.lastSeq()).toBe(before);
+    expect((await call(r.url, "POST", "/v1/sessions/ho-child/processes/ho-1/hand-off", child, { to: "ho-parent" })).status).toBe(200);
+    // A process that is not the caller's is 404 first, whatever the receiver.
+    expect((await call(r.url, "POST", "/v1/sessions/ho-stranger/processes/ho-2/hand-off", stranger, { to: "ho-parent" })).status).toBe(404);
+  });
+});
+
+describe.each(backends)("serve on %s: producers are idempotent and keep to their role", (_name, target) => {
+  const suite = runningForSuite(target);
+  let r: Running;
+  beforeEach(() => {
+    r = suite.current();
+  });
+
+  it("a batch sent again with the same Idempotency-Key is answered as the first was and stored once", async () => {
+    const t = await open(r, "idem");
+    const batch = [exit("idem-1", "idem", "one"), exit("idem-2", "idem", "two")];
+    const first = await produce(r, batch, { "idempotency-key": "batch-0001" });
+    expect(first.status, first.text).toBe(200);
+    const again = await produce(r, batch, { "idempotency-key": "batch-0001" });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body["seqs"]).toEqual(first.body["seqs"]);
+    const other = await produce(r, [exit("idem-3", "idem", "three")], { "idempotency-key": "batch-0001" });
+    expect(other.status).toBe(422);
+    const exits = (await readAll(r.log)).filter((e) => e.type === "process.exited" && e.process.startsWith("idem-"));
+    expect(exits.map((e) => (e as { process: string }).process)).toEqual(["idem-1", "idem-2"]);
+    expect((await call(r.url, "POST", "/v1/sessions/idem/drain", t, { consumer: "tui-poller" })).status).toBe(200);
+    await recorded(r, "idem", 1);
+    expect((await produce(r, [], { "idempotency-key": "x" })).status).toBe(400);
+    expect((await produce(r, batch, { "idempotency-key": "bad key with spaces" })).status).toBe(400);
+  });
+
+  it("an exit of the same run sent again without a key makes no second turn", async () => {
+    const t = await open(r, "resend");
+    expect((await produce(r, [exit("rs-1", "resend", "once")])).status).toBe(200);
+    expect((await call(r.url, "POST", "/v1/sessions/resend/drain", t, { consumer: "tui-poller" })).status).toBe(200);
+    await recorded(r, "resend", 1);
+    expect((await produce(r, [exit("rs-1", "resend", "once")])).status).toBe(200);
+    expect((await call(r.url, "POST", "/v1/sessions/resend/drain", t, { consumer: "tui-poller" })).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const turns = replay(await readAll(r.log)).turns.filter((turn) => turn.session === "resend");
+    expect(turns.map((turn) => turn.members)).toEqual([["rs-1"]]);
+  });
+
+  it("a producer may not append dispatch records, ledger moves, token grants or accepted batches: 403 naming each", async () => {
+    const before = await r.log.lastSeq();
+    const hash = "a".repeat(64);
+    const answer = await produce(r, [
+      { type: "notification.dispatched", at: 1, session: "x", consumer: "tui-poller", kind: "completions", members: ["p"], text: "forged" },
+      { type: "delegation.claimed", at: 1, delegation: "d", claim: "c" },
+      { type: "session.opened", at: 1, session: "hidden", surface: "tui", tokenHash: hash, keepTokens: true },
+      { type: "session.compressed", at: 1, session: "x", successor: "x:2", successorTokenHash: hash },
+      { type: "batch.accepted", at: 1, key: hash, count: 1, digest: hash },
+    ]);
+    expect(answer.status).toBe(403);
+    const named = (answer.body["problems"] as { index: number; field: string }[]).map((p) => `${p.index}:${p.field}`);
+    expect(named).toEqual(["0:type", "1:type", "2:tokenHash", "2:keepTokens", "3:successorTokenHash", "4:type"]);
+    expect(answer.text).toContain("notification.dispatched");
+    expect(await r.log.lastSeq()).toBe(before);
+    // What producers write still goes in.
+    expect((await produce(r, [{ type: "session.opened", at: 1, session: "plain-open", surface: "tui" }])).status).toBe(200);
+  });
+});
+
+describe.each(backends)("serve on %s: the low findings", (_name, target) => {
+  const suite = runningForSuite(target);
+  let r: Running;
+  beforeEach(() => {
+    r = suite.current();
+  });
+
+  it("an id with NUL or an unpaired surrogate is refused with 400 naming the field, on every database alike", async () => {
+    await open(r, "ids");
+    const body = (id: string) => `[{"type":"delegation.dispatched","at":1,"delegation":"${id}","owner":"ids","goal":"g"}]`;
+    for (const bad of ["d\\u0000x", "d\\ud800", "d\\udc00x"]) {
+      const answer = await call(r.url, "POST", "/v1/events", producerToken, body(bad), { "content-type": "application/json" });
+      expect(answer.status, answer.text).toBe(400);
+      expect(answer.text).toContain("delegation");
+      expect(answer.text).toContain("unpaired surrogate");
+    }
+    expect((await call(r.url, "POST", "/v1/events", producerToken, body("d\\ud83d\\ude00ok"), { "content-type": "application/json" })).status).toBe(200);
+  });
+
+  it("a key longer than 256 characters is refused when opened; one of 256, of any characters, works on every route", async () => {
+    const long = await call(r.url, "POST", "/v1/sessions", producerToken, { session: "k".repeat(257), surface: "tui" });
+    expect(long.status).toBe(400);
+    expect(long.text).toContain("256");
+    const viaEvents = await produce(r, [{ type: "session.opened", at: 1, session: "k".repeat(257), surface: "tui" }]);
+    expect(viaEvents.status).toBe(400);
+    const key = "ü€/%?#ab".repeat(32);
+    expect(key.length).toBe(256);
+    const token = await open(r, key);
+    const path = `/v1/sessions/${encodeURIComponent(key)}`;
+    expect((await call(r.url, "POST", `${path}/drain`, token, { consumer: "tui-poller" })).status).toBe(200);
+    expect((await call(r.url, "GET", `${path}/explain/none`, token)).status).toBe(404);
+    const stream = openStream(r.url, key, token);
+    expect(await stream.status).toBe(200);
+    stream.close();
+  });
+
+  it("a delegation id another session took is refused in words; a copy from the same session passes", async () => {
+    await open(r, "dg-a");
+    await open(r, "dg-b");
+    const dispatched = (owner: string, delegation = "dg-1") => ({ type: "delegation.dispatched", at: 1, delegation, owner, goal: "g" });
+    expect((await produce(r, [dispatched("dg-a")])).status).toBe(200);
+    expect((await produce(r, [dispatched("dg-a")])).status).toBe(200);
+    const taken = await produce(r, [dispatched("dg-b")]);
+    expect(taken.status).toBe(400);
+    expect(taken.text).toContain('the id \\"dg-1\\" is already taken by another session');
+    // Settled, and gone from the fold's pending records: the ledger still knows whose it was.
+    expect((await produce(r, [{ type: "delegation.completed", at: 2, delegation: "dg-1", status: "ok" }])).status).toBe(200);
+    expect((await produce(r, [dispatched("dg-b")])).status).toBe(400);
+    // Two sessions in one batch.
+    const both = await produce(r, [dispatched("dg-a", "dg-2"), dispatched("dg-b", "dg-2")]);
+    expect(both.status).toBe(400);
+    expect((both.body["problems"] as { index: number }[]).map((p) => p.index)).toEqual([1]);
+  });
+});
+
+describe("PostgreSQL URLs", () => {
+  it("refuse a schema too long for the log's channel, PostgreSQL's own schemas, and a schema given twice", async () => {
+    const base = "postgres://postgres@127.0.0.1:5432/test";
+    for (const [schema, says] of [["s".repeat(55), "1 to 54"], ["information_schema", "belongs to PostgreSQL"], ["pg_mine", "belongs to PostgreSQL"]] as const) {
+      const error = await openLog(`${base}?schema=${schema}`).catch((e: unknown) => e as Error);
+      expect(String(error), schema).toContain(says);
+    }
+    const twice = await openLog(`${base}?schema=x&schema=y`).catch((e: unknown) => e as Error);
+    expect(String(twice)).toContain("schema is given 2 times");
+  });
+
+  it.skipIf(database === undefined)("takes a schema of 54 characters, and its appends wake a tail", async () => {
+    const url = new URL(database!.url);
+    url.searchParams.set("schema", `t${Math.random().toString(36).slice(2, 10)}${"x".repeat(60)}`.slice(0, 54));
+    const log = await openLog(url.toString(), { pollMs: 60_000 });
+    const woke = new Promise<number>((resolve) => {
+      const subscription = log.tail({ from: 1 }).subscribe((event) => {
+        subscription.unsubscribe();
+        resolve(event.seq);
+      });
+    });
+    const other = await openLog(url.toString());
+    await other.append([{ type: "session.opened", at: 1, session: "s", surface: "tui" }]);
+    expect(await woke).toBe(1);
+    await other.close();
+    await log.close();
+  });
+});

@@ -151,9 +151,9 @@ export const migrations: readonly Migration[] = [
 
 /** The index a projection's listing reads, in each dialect (`table` is checked: letters, digits, _). */
 export const listingIndex = {
-  sqlite: (table: string) => `CREATE INDEX ${table}_listing ON ${table} (tag, updated_at, key)`,
+  sqlite: (table: string) => `CREATE INDEX IF NOT EXISTS ${table}_listing ON ${table} (tag, updated_at, key)`,
   // Keys compare as bytes (COLLATE "C"), as SQLite's and the memory store's do, whatever the database's locale.
-  postgres: (t: PgTable, table: string) => sql`CREATE INDEX ${sql.id(`${table}_listing`)} ON ${t(table)} (tag, updated_at, key COLLATE "C")`,
+  postgres: (t: PgTable, table: string) => sql`CREATE INDEX IF NOT EXISTS ${sql.id(`${table}_listing`)} ON ${t(table)} (tag, updated_at, key COLLATE "C")`,
 };
 
 /** The tables of the projections a log keeps, as its meta names them. */

@@ -78,9 +78,16 @@ function parseTarget(target: string): Target {
   } catch {
     throw logError("bad-url", shown, `${shown}: not a valid PostgreSQL URL`);
   }
-  const schema = url.searchParams.get("schema") ?? "public";
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
-    throw logError("bad-url", shown, `${shown}: schema "${schema}" must be lower-case letters, digits and _`);
+  const given = url.searchParams.getAll("schema");
+  if (given.length > 1) throw logError("bad-url", shown, `${shown}: schema is given ${given.length} times; give it once`);
+  const schema = given[0] ?? "public";
+  // At most 54 characters: the log's NOTIFY channel is "turnfold:" and the schema, and
+  // PostgreSQL cuts identifiers at 63 bytes (a longer channel would never be heard).
+  if (!/^[a-z_][a-z0-9_]{0,53}$/.test(schema)) {
+    throw logError("bad-url", shown, `${shown}: schema "${schema}" must be 1 to 54 lower-case letters, digits and _, starting with a letter or _`);
+  }
+  if (schema.startsWith("pg_") || schema === "information_schema") {
+    throw logError("bad-url", shown, `${shown}: schema "${schema}" belongs to PostgreSQL itself; choose another`);
   }
   url.searchParams.delete("schema");
   if (url.pathname.length <= 1) throw logError("bad-url", shown, `${shown}: the URL names no database`);

@@ -74,6 +74,12 @@ export const SessionOpened = event("session.opened", {
   keepTokens: z.boolean().optional(),
   /** R34: a completion that exited more than this many ms before the drain that takes it is stale. */
   staleAfterMs: count.optional(),
+  /**
+   * The session this one reports to (a subagent's parent). The fold does not read it:
+   * `turnfold serve` lets this session's token hand its processes (R35) only to the parent's
+   * conversation, so nobody's items land in a session that never agreed.
+   */
+  parent: id.optional(),
 });
 export const SessionCompressed = event("session.compressed", {
   session: id,
@@ -232,6 +238,21 @@ export const NotificationDispatched = event("notification.dispatched", {
   entryTexts: z.array(z.string()).optional(),
 });
 
+/**
+ * `turnfold serve` took a producer's batch sent with an `Idempotency-Key`: appended just
+ * before the batch's events, in the same transaction. A request sent again with the same
+ * key finds it and is answered as the first was, storing nothing twice. Only turnfold
+ * writes it; the fold passes over it.
+ */
+export const BatchAccepted = event("batch.accepted", {
+  /** SHA-256 (hex) of the producer's `Idempotency-Key`: the key itself is not stored. */
+  key: tokenHash,
+  /** How many events the batch holds: they follow this one. */
+  count: z.number().int().positive(),
+  /** SHA-256 (hex) of the request's events, so a key used again for another batch is told apart. */
+  digest: tokenHash,
+});
+
 export const TurnfoldEvent = z.discriminatedUnion("type", [
   SessionOpened,
   SessionCompressed,
@@ -259,6 +280,7 @@ export const TurnfoldEvent = z.discriminatedUnion("type", [
   DelegationDeferred,
   DelegationDropped,
   NotificationDispatched,
+  BatchAccepted,
 ]);
 
 /** Any event of schema version 1, as a producer writes it (the log adds `seq`). */

@@ -124,12 +124,48 @@ export function assertValidEvents(events: readonly unknown[]): void {
   if (problems.length > 0) throw invalidEvents(problems);
 }
 
+/** The fields of an event that name something, whose values every database must keep apart exactly. */
+const idFields = ["session", "successor", "process", "owner", "from", "to", "replaces", "delegation", "claim"] as const;
+const idLists = ["keys", "members"] as const;
+
+/** NUL, or a surrogate without its pair: what PostgreSQL cannot store in text, or stores as U+FFFD (two ids become one). */
+const unstorable = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function idProblem(event: Record<string, unknown>, where: string): Problem | undefined {
+  const bad = (value: unknown) => typeof value === "string" && unstorable.test(value);
+  const reason = "must not hold a NUL character or an unpaired surrogate (no database keeps such ids apart)";
+  for (const field of idFields) if (bad(event[field])) return { where, field, reason };
+  for (const field of idLists) {
+    const list = event[field];
+    if (Array.isArray(list)) {
+      const i = list.findIndex(bad);
+      if (i >= 0) return { where, field: `${field}.${i}`, reason };
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Ids every adapter stores the same: refused on write, by every adapter alike, so a log
+ * never holds an id that one database keeps and another mangles. (Read paths take what a
+ * log already holds.)
+ */
+export function assertStorableIds(events: readonly TurnfoldEvent[]): void {
+  const problems: Problem[] = [];
+  for (let i = 0; i < events.length; i++) {
+    const problem = idProblem(events[i] as Record<string, unknown>, `event ${i}`);
+    if (problem) problems.push(problem);
+  }
+  if (problems.length > 0) throw invalidEvents(problems);
+}
+
 /**
  * What an adapter writes: the batch checked (`assertValidEvents`), then each event with
  * its secrets redacted (`redactEvent`), unless the log was opened with redaction off.
  */
 export function prepareEvents(events: readonly TurnfoldEvent[], redact: Redactor | false): readonly TurnfoldEvent[] {
   assertValidEvents(events);
+  assertStorableIds(events);
   if (redact === false) return events;
   let out: TurnfoldEvent[] | undefined;
   for (let i = 0; i < events.length; i++) {

@@ -37,6 +37,8 @@ export type Fate =
   | { readonly what: "over-budget"; readonly session: string; readonly nextTokenAt: number }
   | { readonly what: "headless"; readonly session: string; readonly surface: string }
   | { readonly what: "duplicate"; readonly delegation: string }
+  /** A second `process.exited` of a run whose completion was already settled (a producer sent it again): not a second completion. */
+  | { readonly what: "exit-repeated" }
   | { readonly what: "settled-elsewhere"; readonly delegation: string; readonly how: string }
   | { readonly what: "no-owner-record"; readonly delegation: string }
   | { readonly what: "dispatched"; readonly session: string; readonly consumer: string; readonly members: readonly string[] }

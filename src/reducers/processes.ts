@@ -212,9 +212,14 @@ export function processExited(state: State, e: Stored<EventOf<"process.exited">>
     return;
   }
   const known = state.processes.get(e.process);
-  // R20 promises one exit per process; a second one (or one for a process already
-  // settled and forgotten) is not a new completion when its record still exists.
+  // R20 promises one exit per process; a second one is not a new completion, whether the
+  // run's record still exists or its completion was settled and the record let go (its
+  // id is remembered as long as its owner is: `releasedOwners`). A new run is a new start.
   if (known?.exited) return;
+  if (known === undefined && isReleased(state, e.process)) {
+    out.note?.({ seq: e.seq, member: e.process, itemSeq: undefined, fate: { what: "exit-repeated" } });
+    return;
+  }
   const proc = known ?? newProc();
   proc.exited = true;
   // R35: a process handed over belongs to its new owner, whatever the exit says; else the

@@ -67,6 +67,7 @@ export function step(state: State, event: Stored, out: Decisions): void {
     case "delegation.released":
     case "delegation.deferred":
     case "notification.dispatched":
+    case "batch.accepted":
       return;
   }
 }

@@ -53,6 +53,8 @@ export function fateLine(f: Fate & { seq: number }): string {
       return `${at}: held: session ${f.session} is a headless ${f.surface} surface and never dispatches on its own`;
     case "duplicate":
       return `${at}: not an item: a copy of delegation ${f.delegation} was already taken`;
+    case "exit-repeated":
+      return `${at}: not an item: this run's exit was already settled; a second copy of it (a producer sending again) is not a second completion`;
     case "settled-elsewhere":
       return `${at}: not sent here: the ledger ${f.how} delegation ${f.delegation}`;
     case "no-owner-record":

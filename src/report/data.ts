@@ -43,6 +43,7 @@ const terminal: Partial<Record<Fate["what"], SuppressedWhy>> = {
   evicted: "evicted",
   "skipped-for-poll": "skipped-for-poll",
   duplicate: "duplicate",
+  "exit-repeated": "duplicate",
   "settled-elsewhere": "settled-elsewhere",
   "no-owner-record": "no-owner-record",
   superseded: "superseded",

@@ -72,6 +72,8 @@ export class SessionDirectory {
   /** Per key: grants issued before this seq no longer reach it at all. */
   readonly #revokedBefore = new Map<string, number>();
   readonly #surface = new Map<string, Surface>();
+  /** The session each key reports to, as its latest opening said (a successor keeps its predecessor's). */
+  readonly #parent = new Map<string, string>();
 
   /** `query` answers for the fold that the service steps with the same events, in the same order. */
   constructor(query: FoldQuery) {
@@ -84,6 +86,8 @@ export class SessionDirectory {
       case "session.opened":
         this.#known.add(event.session);
         this.#surface.set(event.session, event.surface);
+        if (event.parent !== undefined) this.#parent.set(event.session, event.parent);
+        else this.#parent.delete(event.session);
         for (const key of event.keys ?? []) this.#known.add(key);
         if (event.tokenHash !== undefined) {
           if (event.keepTokens !== true) this.#revoke(event.session, event.seq);
@@ -93,6 +97,7 @@ export class SessionDirectory {
       case "session.compressed":
         this.#known.add(event.session);
         this.#known.add(event.successor);
+        if (!this.#parent.has(event.successor) && this.#parent.has(event.session)) this.#parent.set(event.successor, this.#parent.get(event.session)!);
         if (event.successorTokenHash !== undefined) this.#grant(event.successorTokenHash, event.successor, event.seq);
         return;
       default: {
@@ -127,6 +132,11 @@ export class SessionDirectory {
    */
   drainMismatch(key: string, consumer: DrainConsumer): string | undefined {
     return drainMismatch(this.#surface.get(key), consumer);
+  }
+
+  /** The session `key` reports to (its `parent`), if its opening named one. */
+  parentOf(key: string): string | undefined {
+    return this.#parent.get(key);
   }
 
   /** The session key a token was granted for, if any. */

@@ -70,6 +70,8 @@ export interface ServiceContext {
   readonly metrics: ServiceMetrics;
   /** Appends events, counts them, and resolves once the service's fold has applied them. */
   append(events: TurnfoldEvent[]): Promise<readonly number[]>;
+  /** Counts events appended some other way (at `seqs`), and resolves once the service's fold has applied them. */
+  appended(events: readonly TurnfoldEvent[], seqs: readonly number[]): Promise<readonly number[]>;
   /**
    * Appends `events` only if `judge` finds nothing against them in the fold caught up with
    * the log's end, and only if the log still ends there (a conditional append), so the

@@ -23,6 +23,14 @@ export class HttpError extends Error {
 /** The same answer for a session that is not yours and one that does not exist. */
 export const noSuchSession = { error: "no such session" };
 
+/**
+ * The longest session key the service opens, in characters. Routes name the key in their
+ * path, percent-encoded: up to 9 characters a character, so the router takes path
+ * parameters of up to `maxParamLength`.
+ */
+export const maxKeyLength = 256;
+const maxParamLength = 4096;
+
 /** A body parsed by `schema`, or a 400 naming each field that is wrong. */
 export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   const parsed = schema.safeParse(body);
@@ -105,7 +113,7 @@ export function createApp(limits: HttpLimits): FastifyInstance {
     requestTimeout: limits.requestTimeoutMs ?? 10_000,
     // Node checks the request and header timeouts on this interval (30 s by default).
     http: { headersTimeout: Math.min(limits.headersTimeoutMs ?? 5_000, limits.requestTimeoutMs ?? 10_000), maxHeaderSize: 16 * 1024, connectionsCheckingInterval: 500 },
-    routerOptions: { maxParamLength: 256 },
+    routerOptions: { maxParamLength },
     return503OnClosing: true,
     logger: false,
     // A path fastify cannot decode (a malformed %-escape) gets the API's own error shape.

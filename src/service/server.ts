@@ -76,7 +76,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     throw new HttpError(503, { error: "the log changed under this request too many times in a row; nothing was appended, send it again" });
   };
   const app = createApp(options);
-  const context: ServiceContext = { app, options, log, directory, authority, follower, streams, metrics, append, act };
+  const context: ServiceContext = { app, options, log, directory, authority, follower, streams, metrics, append, appended, act };
   const routes: { method: string; url: string; access: RouteAccess | undefined }[] = [];
   app.addHook("onRoute", (route) => {
     for (const method of [route.method].flat()) routes.push({ method, url: route.url, access: (route.config as { access?: RouteAccess } | undefined)?.access });

@@ -6,21 +6,25 @@ import { z } from "zod";
 import { Budget, DrainConsumer, Route, Surface, type TurnfoldEvent } from "../../events/schema.js";
 import { newToken, tokenHash } from "../auth.js";
 import type { FoldQuery } from "../../reducers/query.js";
-import { requireLive, requireSession, routeConfig, type ServiceContext } from "../context.js";
-import { HttpError, parseBody } from "../http.js";
+import { requireLive, requireReader, requireSession, routeConfig, type ServiceContext } from "../context.js";
+import { HttpError, maxKeyLength, parseBody } from "../http.js";
+
+/** A key the routes can carry in their path: at most `maxKeyLength` characters. */
+const key = z.string().min(1).max(maxKeyLength, `at most ${maxKeyLength} characters: every route names the session in its path`);
 
 const sessionBody = z.looseObject({
-  session: z.string().min(1),
+  session: key,
   surface: Surface,
-  keys: z.array(z.string().min(1)).optional(),
+  keys: z.array(key).optional(),
   route: Route.optional(),
   budget: Budget.optional(),
   keepTokens: z.boolean().optional(),
   staleAfterMs: z.number().int().nonnegative().optional(),
+  parent: key.optional(),
 });
-const handOffBody = z.object({ to: z.string().min(1), note: z.string().optional() });
+const handOffBody = z.object({ to: key, note: z.string().optional() });
 const drainBody = z.object({ consumer: DrainConsumer });
-const compressBody = z.object({ successor: z.string().min(1) });
+const compressBody = z.object({ successor: key });
 const closeBody = z.object({ reason: z.enum(["user", "idle", "timeout"]) });
 const emptyBody = z.union([z.object({}), z.null(), z.undefined()]);
 
@@ -37,7 +41,7 @@ function openRoute(context: ServiceContext): void {
   context.app.post("/v1/sessions", routeConfig("producer"), async (request, reply) => {
     const body = parseBody(sessionBody, request.body);
     const token = newToken("session");
-    const { session, surface, keys, route, budget, keepTokens, staleAfterMs } = body;
+    const { session, surface, keys, route, budget, keepTokens, staleAfterMs, parent } = body;
     const opened: TurnfoldEvent = {
       type: "session.opened",
       at: Date.now(),
@@ -49,6 +53,7 @@ function openRoute(context: ServiceContext): void {
       tokenHash: tokenHash(token),
       ...(keepTokens ? { keepTokens } : {}),
       ...(staleAfterMs !== undefined ? { staleAfterMs } : {}),
+      ...(parent !== undefined ? { parent } : {}),
     };
     const [seq] = await context.act((query) => openable(query, session, keys ?? []), () => [opened]);
     return reply.code(201).send({ session, token, seq });
@@ -89,16 +94,25 @@ function actRoutes(context: ServiceContext): void {
  * R35: a session gives one of its processes to another. The fold's own test decides
  * (`handOffRefusal`): the session must be live and own the process, through its own key,
  * an extra key or a compressed predecessor. Another session's process and one nobody
- * knows get the same 404.
+ * knows get the same 404. The edge adds consent: the receiver is the session this one was
+ * opened under (`parent`, or a key that continues it), or one this token reaches itself;
+ * anything else is 403, since the receiver never agreed to take this session's items.
  */
 function handOffRoute(context: ServiceContext): void {
   context.app.post<{ Params: { key: string; id: string } }>("/v1/sessions/:key/processes/:id/hand-off", routeConfig("session"), async (request) => {
-    const key = requireSession(context, request);
+    const reader = requireReader(context, request);
+    const key = reader.key;
     const process = request.params.id;
     const { to, note } = parseBody(handOffBody, request.body);
     const judge = (query: FoldQuery) => {
       requireLive(query, key);
       if (query.handOffRefusal(process, key) !== undefined) throw new HttpError(404, { error: "no such process in this session" });
+      const parent = context.directory.parentOf(key);
+      const receiver = query.sessionOf(to);
+      const agreed = reader.reach().includes(receiver) || (parent !== undefined && query.lineageFrom(query.sessionOf(parent)).includes(receiver));
+      if (!agreed) {
+        throw new HttpError(403, { error: `${to} never agreed to take this session's processes: hand them to the session this one was opened under (its parent${parent === undefined ? ": none was named" : `, ${parent}`})`, field: "to" });
+      }
     };
     const [seq] = await context.act(judge, () => [{ type: "process.handed-off", at: Date.now(), process, from: key, to, ...(note === undefined ? {} : { note }) }]);
     return { seq };
