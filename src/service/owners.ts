@@ -17,6 +17,11 @@ const processNotices = new Set(["watch.matched", "watch.disabled", "heartbeat", 
 /** One refused event: its index in the batch (from 0), the field and the reason. */
 export type OwnerProblem = { readonly index: number; readonly field: string; readonly reason: string; readonly text: string };
 
+/** A refused event of a batch, with the one-line text every problem carries. */
+export function batchProblem(index: number, field: string, reason: string): OwnerProblem {
+  return { index, field, reason, text: `event ${index}: ${field}: ${reason}` };
+}
+
 /**
  * The field that leaves `value` without an owner, given the owners known so far (the
  * log's and those set earlier in the batch), or undefined when it has one or makes no

@@ -10,7 +10,7 @@ import { ledgerOf } from "../../ledger/projection.js";
 import { appendOnce } from "../batches.js";
 import { routeConfig, type ServiceContext } from "../context.js";
 import { HttpError, maxKeyLength, refused, rejectInvalid } from "../http.js";
-import { ownerProblems, unaddressedField } from "../owners.js";
+import { batchProblem, ownerProblems, unaddressedField, type OwnerProblem } from "../owners.js";
 
 /** Event types only turnfold writes, and why. */
 const turnfoldOnly: ReadonlyMap<string, string> = new Map([
@@ -27,20 +27,20 @@ const turnfoldOnly: ReadonlyMap<string, string> = new Map([
 const grants: readonly string[] = ["tokenHash", "keepTokens", "successorTokenHash"];
 
 /** What a producer may not append, each named by index, type and why. */
-function forbidden(events: readonly unknown[]): { index: number; field: string; reason: string; text: string }[] {
-  const problems: { index: number; field: string; reason: string; text: string }[] = [];
+function forbidden(events: readonly unknown[]): OwnerProblem[] {
+  const problems: OwnerProblem[] = [];
   events.forEach((value, index) => {
     const event = value as Record<string, unknown>;
     const type = String(event["type"]);
     const why = turnfoldOnly.get(type);
     if (why !== undefined) {
-      problems.push({ index, field: "type", reason: `${type}: ${why}`, text: `event ${index}: type: ${type}: ${why}` });
+      problems.push(batchProblem(index, "type", `${type}: ${why}`));
       return;
     }
     for (const field of grants) {
       if (field in event && (type === "session.opened" || type === "session.compressed")) {
         const reason = `${type} with ${field}: only turnfold grants tokens (POST /v1/sessions, POST /v1/sessions/KEY/compress)`;
-        problems.push({ index, field, reason, text: `event ${index}: ${field}: ${reason}` });
+        problems.push(batchProblem(index, field, reason));
       }
     }
   });
@@ -48,8 +48,8 @@ function forbidden(events: readonly unknown[]): { index: number; field: string; 
 }
 
 /** Session keys longer than a route can name: refused as `POST /v1/sessions` refuses them. */
-function longKeys(events: readonly unknown[]): { index: number; field: string; reason: string; text: string }[] {
-  const problems: { index: number; field: string; reason: string; text: string }[] = [];
+function longKeys(events: readonly unknown[]): OwnerProblem[] {
+  const problems: OwnerProblem[] = [];
   events.forEach((value, index) => {
     const event = value as Record<string, unknown>;
     if (event["type"] !== "session.opened" && event["type"] !== "session.compressed") return;
@@ -58,7 +58,7 @@ function longKeys(events: readonly unknown[]): { index: number; field: string; r
     for (const [field, key] of named) {
       if (typeof key !== "string" || key.length <= maxKeyLength) continue;
       const reason = `at most ${maxKeyLength} characters: every route names the session in its path`;
-      problems.push({ index, field, reason, text: `event ${index}: ${field}: ${reason}` });
+      problems.push(batchProblem(index, field, reason));
     }
   });
   return problems;
@@ -105,18 +105,18 @@ export function eventRoutes(context: ServiceContext): void {
  * dispatcher (the fold makes one item of a delegation, for its first owner), so the id is
  * refused here, in words. A copy from the same conversation (a retry) passes.
  */
-async function takenDelegations(context: ServiceContext, events: readonly unknown[]): Promise<{ index: number; field: string; reason: string; text: string }[]> {
+async function takenDelegations(context: ServiceContext, events: readonly unknown[]): Promise<OwnerProblem[]> {
   const query = context.authority.query;
   const sameConversation = (a: string, b: string) => a === b || query.lineageFrom(query.sessionOf(a)).includes(query.sessionOf(b)) || query.lineageFrom(query.sessionOf(b)).includes(query.sessionOf(a));
   const inBatch = new Map<string, string>();
-  const problems: { index: number; field: string; reason: string; text: string }[] = [];
+  const problems: OwnerProblem[] = [];
   for (const [index, value] of events.entries()) {
     const event = value as { type?: unknown; delegation?: unknown; owner?: unknown };
     if (event.type !== "delegation.dispatched" || typeof event.delegation !== "string" || typeof event.owner !== "string") continue;
     const earlier = inBatch.get(event.delegation) ?? query.ownerOf(event.delegation) ?? (await context.log.row(ledgerOf(context.log), event.delegation))?.owner;
     if (earlier !== undefined && !sameConversation(earlier, event.owner)) {
       const reason = `the id ${JSON.stringify(event.delegation)} is already taken by another session's delegation: its result would never reach ${event.owner}; choose another id`;
-      problems.push({ index, field: "delegation", reason, text: `event ${index}: delegation: ${reason}` });
+      problems.push(batchProblem(index, "delegation", reason));
       continue;
     }
     if (!inBatch.has(event.delegation)) inBatch.set(event.delegation, event.owner);
