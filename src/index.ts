@@ -47,7 +47,7 @@ export { replay, replayStream, type Replayed } from "./projections/replay.js";
 export { turns, type TurnsOptions } from "./projections/turns.js";
 export { liveTurns, type LiveOptions } from "./projections/live.js";
 export { recordDispatches } from "./projections/record-dispatches.js";
-export { verifyRecorded, Verifier, type Verified, type Difference } from "./projections/verify.js";
+export { verifyRecorded, Verifier, type Verified, type Difference, type HandoverProblem } from "./projections/verify.js";
 export { explain, Explainer, type Explanation, type ItemStory, type Waiting } from "./projections/explain.js";
 export { toRecord, fromRecord, type DispatchRecord } from "./projections/dispatch-record.js";
 export { createRenderer, defaultRenderer, type Renderer } from "./render/renderer.js";

@@ -10,6 +10,7 @@ import { defaultRedactor, type Redactor } from "./events/redact.js";
 import type { EventStore } from "./events/store.js";
 import { ledgerProjection } from "./ledger/projection.js";
 import { batchesProjection } from "./service/batches.js";
+import { handoverProjection } from "./mcp/handover.js";
 import { defaultLedgerPolicy, type LedgerPolicy } from "./ledger/decider.js";
 
 /** How `openLog` opens a log. */
@@ -53,7 +54,7 @@ export async function openLog(target: string, options: OpenLogOptions = {}): Pro
   if (typeof target !== "string" || target.trim() === "") {
     throw logError("no-target", String(target ?? ""), `no log named (${JSON.stringify(target ?? null)}): give a SQLite file path, a postgres:// URL or "${memoryTarget}"`);
   }
-  const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy), batchesProjection];
+  const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy), batchesProjection, handoverProjection];
   const redact = redactorOf(options.redaction, target);
   if (target === memoryTarget) return new MemoryLog({ projections, redact });
   if (isPostgresUrl(target)) {

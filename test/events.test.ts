@@ -5,7 +5,7 @@ import { decodeJsonl, eventTypes, formatProblem, schemaVersion, validateEvent } 
 describe("event schemas", () => {
   it("knows every docs/events.md type, at schema version 1", () => {
     expect(schemaVersion).toBe(1);
-    expect(new Set(eventTypes).size).toBe(27);
+    expect(new Set(eventTypes).size).toBe(30);
     expect(eventTypes).toContain("batch.accepted");
     expect(eventTypes).toContain("delegation.taskFailed");
     expect(eventTypes).toContain("process.handed-off");

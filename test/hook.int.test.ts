@@ -41,11 +41,11 @@ async function eventsOf(db: string): Promise<Stored[]> {
   return all;
 }
 
+/** The records handed over to the session's agent, as the log's hand-over events say. */
 async function marks(db: string, session: string): Promise<number[]> {
-  const log = await openLog(db);
-  const delivered = [...(await log.deliveredTo(`mcp:${session}`))];
-  await log.close();
-  return delivered;
+  const handed: number[] = [];
+  for (const event of await eventsOf(db)) if (event.type === "handover.handed" && event.session === session) handed.push(...event.records);
+  return handed;
 }
 
 const payload = (session: string, event: string, extra: Record<string, unknown> = {}) =>
@@ -128,9 +128,12 @@ describe("turnfold hook claude-code: Stop", () => {
     expect((await hook(db, payload("s4", "Stop", { stop_hook_active: true }))).stdout).toBe("");
   });
 
-  it("SubagentStop answers as Stop does", async () => {
+  it("SubagentStop hands a subagent nothing: the main agent's completion waits for the main agent's Stop (issue 49, defect 3)", async () => {
     const db = await logWith("s5", ["sub"]);
-    expect(JSON.parse((await hook(db, payload("s5", "SubagentStop", { stop_hook_active: false }))).stdout)).toMatchObject({ decision: "block" });
+    expect((await hook(db, payload("s5", "SubagentStop", { stop_hook_active: false, agent_id: "a1b2", agent_transcript_path: "/home/u/.claude/projects/p/s5/subagents/agent-a1b2.jsonl" }))).stdout).toBe("");
+    expect((await eventsOf(db)).filter((e) => e.type === "drain" || e.type.startsWith("handover."))).toEqual([]);
+    const main = JSON.parse((await hook(db, payload("s5", "Stop", { stop_hook_active: false }))).stdout) as { decision: string; reason: string };
+    expect(main.reason).toContain("output of sub");
   });
 });
 
@@ -185,7 +188,7 @@ describe("turnfold hook install claude-code", () => {
     expect(settings.permissions).toEqual(mine.permissions);
     expect(settings.hooks["PreToolUse"]).toEqual(mine.hooks.PreToolUse);
     expect(settings.hooks["Stop"]!.map((g) => g.hooks[0]!.command)).toEqual(["echo mine", "turnfold hook claude-code"]);
-    expect(settings.hooks["SubagentStop"]!.map((g) => g.hooks[0]!.command)).toEqual(["turnfold hook claude-code"]);
+    expect(settings.hooks["SubagentStop"]).toBeUndefined();
     const again = cli(["hook", "install", "claude-code"], { cwd: project });
     expect(again.stdout).toContain("nothing changed");
     expect(JSON.parse(readFileSync(file, "utf8"))).toEqual(settings);
@@ -263,14 +266,14 @@ describe("turnfold hook codex and gemini-cli: the server and the hook find one s
 });
 
 describe("turnfold hook install codex and gemini-cli", () => {
-  it("writes Codex's hooks.json (Stop, SubagentStop, UserPromptSubmit; timeout in seconds) and Gemini CLI's settings (AfterAgent, BeforeAgent; timeout in milliseconds), keeping what is there", () => {
+  it("writes Codex's hooks.json (Stop, UserPromptSubmit; timeout in seconds) and Gemini CLI's settings (AfterAgent, BeforeAgent; timeout in milliseconds), keeping what is there", () => {
     const home = join(dir, `install-${n++}`);
     mkdirSync(join(home, ".gemini"), { recursive: true });
     writeFileSync(join(home, ".gemini", "settings.json"), JSON.stringify({ mcpServers: { turnfold: { command: "turnfold", args: ["mcp"] } } }));
     const codex = cli(["hook", "install", "codex"], { cwd: home });
     expect(codex.code, codex.stderr).toBe(0);
     const hooks = JSON.parse(readFileSync(join(home, ".codex", "hooks.json"), "utf8")) as { hooks: Record<string, { hooks: { command: string; timeout: number }[] }[]> };
-    expect(Object.keys(hooks.hooks).sort()).toEqual(["Stop", "SubagentStop", "UserPromptSubmit"]);
+    expect(Object.keys(hooks.hooks).sort()).toEqual(["Stop", "UserPromptSubmit"]);
     expect(hooks.hooks["Stop"]![0]!.hooks[0]).toMatchObject({ command: "turnfold hook codex", timeout: 30 });
     const gemini = cli(["hook", "install", "gemini-cli"], { cwd: home });
     expect(gemini.code, gemini.stderr).toBe(0);

@@ -256,10 +256,10 @@ describe("turnfold mcp, sessions and restarts", () => {
       expect(result.isError, tool).toBe(true);
       expect(textOf(result).replace(long, "ID"), tool).toBe(missingText);
     }
-    expect((await b.call("list_processes")).structuredContent).toEqual({ processes: [] });
+    expect((await b.call("list_processes")).structuredContent).toMatchObject({ processes: [] });
     await a.call("wait_process", { process: done, timeout_ms: 0 }).catch(() => undefined);
     await sleep(300);
-    expect((await b.call("take_notifications")).structuredContent).toEqual({ turns: [] });
+    expect((await b.call("take_notifications")).structuredContent).toMatchObject({ turns: [] });
     const listed = (await a.call("list_processes")).structuredContent as { processes: { process: string; state: string }[] };
     expect(listed.processes.find((p) => p.process === long)?.state).toBe("running");
   });

@@ -55,7 +55,7 @@ describe("hook install keeps what an editor keeps", () => {
     expect(readlinkSync(link)).toBe(real);
     const written = JSON.parse(readFileSync(real, "utf8"));
     expect(written.model).toBe("x");
-    expect(Object.keys(written.hooks)).toEqual(["Stop", "SubagentStop", "UserPromptSubmit"]);
+    expect(Object.keys(written.hooks)).toEqual(["Stop", "UserPromptSubmit"]);
   });
 
   it("numbers come back as written: big integers, exponents past a double, fractions", () => {

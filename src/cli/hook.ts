@@ -4,7 +4,7 @@ import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Command } from "commander";
 import { agentHosts, sessionFromHost, type AgentHost } from "../mcp/host.js";
-import { HookInput, hookEvents, runHook, withHooks } from "../mcp/hook.js";
+import { HookInput, hookEvents, runHook, settingsFiles, withHooks } from "../mcp/hook.js";
 import { formatJson, parseJson, replaceFile, writeTarget } from "./settings-file.js";
 import { openLog } from "../open.js";
 import { InputError, runCommand } from "./io.js";
@@ -21,7 +21,7 @@ The host runs it with the hook's JSON on stdin. Install it with:
   turnfold hook install codex [--user]         .codex/hooks.json (~/.codex/ with --user)
   turnfold hook install gemini-cli [--user]    .gemini/settings.json (~/.gemini/ with --user)
 
-At the end of a turn (Stop and SubagentStop; Gemini CLI: AfterAgent) a turn that is ready
+At the end of a turn (Stop; Gemini CLI: AfterAgent) a turn that is ready
 comes back as a block with its text: the agent goes on with it; with nothing ready, the
 stop goes through. With the user's prompt (UserPromptSubmit; Gemini CLI: BeforeAgent),
 what became ready while the agent was idle is added to the prompt.
@@ -30,13 +30,6 @@ The session is the one \`turnfold mcp\` runs for the same conversation: Claude C
 both CLAUDE_CODE_SESSION_ID; under Codex and Gemini CLI both name it after the host's own
 process (register the server with --host codex under Codex).
 `;
-
-/** Where `hook install` writes, per host: the project's file, or the user's with --user. */
-const settingsFiles: Record<AgentHost, string> = {
-  "claude-code": join(".claude", "settings.json"),
-  codex: join(".codex", "hooks.json"),
-  "gemini-cli": join(".gemini", "settings.json"),
-};
 
 export function hookCommands(program: Command): void {
   const hook = program.command("hook").description("agent host hooks: hand turnfold's turns to the agent at the end of its turn and with the user's prompt");

@@ -51,7 +51,7 @@ async function replayFile(path: string, file: string, options: ReplayOptions): P
   let read = 0;
   for await (const page of history.pages) {
     for (const event of page) {
-      if (verifier && event.type === "notification.dispatched") verifier.record(event);
+      if (verifier) verifier.record(event);
       emit(projection.push(event));
     }
     read += page.length;
@@ -100,6 +100,10 @@ function report(file: string, result: Verified, json: boolean): number {
     process.stderr.write(`${file}: ${noRecordsText}\n`);
     return nothingToVerify;
   }
+  if (result.verdict === "handover") {
+    process.stderr.write(`${file}: ${result.handover.message}\n`);
+    return 1;
+  }
   const d = result.difference;
   const where = d.recordSeq === undefined ? `turn #${d.index + 1}` : `turn #${d.index + 1} (record at seq ${d.recordSeq})`;
   process.stderr.write(
@@ -116,6 +120,7 @@ const noRecordsText = "this log holds no dispatch records: it was not written by
 function verdictJson(result: Verified): Record<string, unknown> {
   if (result.ok) return { verdict: "match", turns: result.turns };
   if (result.verdict === "no-records") return { verdict: "no-records", message: noRecordsText };
+  if (result.verdict === "handover") return { verdict: "handover", ...result.handover };
   const d = result.difference;
   return { verdict: "differ", turn: d.index + 1, recordSeq: d.recordSeq ?? null, field: d.field, recorded: d.recorded, derived: d.derived };
 }

@@ -253,6 +253,36 @@ export const BatchAccepted = event("batch.accepted", {
   digest: tokenHash,
 });
 
+/**
+ * Who took a session's turns from the log to hand them to the agent (`handover.claimed`):
+ * the way (`turnfold mcp`'s `tool` call, its `push` or `resource`, or a host's `hook`),
+ * the host's event or tool that asked, the recipient (`agent`: `null` for the main agent,
+ * else the subagent's id) and the taking process (pid, start time, machine), so that a
+ * claim whose holder died can be told apart from one still being printed.
+ */
+export const HandoverHolder = z.looseObject({
+  via: z.enum(["tool", "push", "resource", "hook"]),
+  hostEvent: z.string().min(1).optional(),
+  agent: z.string().min(1).nullable(),
+  pid: z.number().int().positive().optional(),
+  start: z.string().optional(),
+  machine: z.string().optional(),
+});
+export type HandoverHolder = z.infer<typeof HandoverHolder>;
+const handoverShape = {
+  session: id,
+  /** Seqs of the session's `notification.dispatched` records. */
+  records: z.array(z.number().int().positive()).min(1, "must name at least one record"),
+  /** A fresh id per claim: the hand-over or release that follows names it. */
+  claim: id,
+};
+/** A hand-over began: these records are taken for one recipient, and nobody else may hand them over while the claim holds. */
+export const HandoverClaimed = event("handover.claimed", { ...handoverShape, by: HandoverHolder });
+/** The claim's holder gave the records to the host (printed the hook's answer, returned the tool's result, sent the push). */
+export const HandoverHanded = event("handover.handed", handoverShape);
+/** The claim's holder could not give them: the records are free again at once. */
+export const HandoverReleased = event("handover.released", handoverShape);
+
 export const TurnfoldEvent = z.discriminatedUnion("type", [
   SessionOpened,
   SessionCompressed,
@@ -281,6 +311,9 @@ export const TurnfoldEvent = z.discriminatedUnion("type", [
   DelegationDropped,
   NotificationDispatched,
   BatchAccepted,
+  HandoverClaimed,
+  HandoverHanded,
+  HandoverReleased,
 ]);
 
 /** Any event of schema version 1, as a producer writes it (the log adds `seq`). */

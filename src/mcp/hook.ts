@@ -13,18 +13,24 @@
  *   ready while the agent was idle (a `tui-poller` drain) is added to it as context, as
  *   one block.
  *
+ * - a subagent finished (`SubagentStop`): nothing. Every process turnfold runs was started
+ *   by the main agent as far as it can tell (an MCP tool call does not say which agent
+ *   made it), so a subagent is never handed the main agent's completions.
+ *
  * The turns are the session's `turnfold mcp` turns: the same log, the same session key,
- * the same delivery marks (sink `mcp:KEY`), so a turn handed over by the server is not
- * handed again by a hook, and the other way round. A turn is marked delivered only after
- * its answer was written: a hook that fails or is cut off loses nothing.
+ * the same claims (handover.ts), so a turn handed over by the server is not handed again
+ * by a hook, nor by a second hook running at the same moment. A turn counts as handed only
+ * after its answer was written: a hook that fails or is cut off frees it again.
  */
 import type { StoredDispatch } from "../projections/dispatch-record.js";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { z } from "zod";
 import type { DrainConsumer } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
-import { readPages } from "../events/log.js";
 import { liveTurns } from "../projections/live.js";
 import type { AgentHost } from "./host.js";
+import { handOver, holder } from "./handover.js";
 
 /** The fields of a hook's input that turnfold reads (the three hosts share them); the rest is kept out of the way. */
 export const HookInput = z.looseObject({
@@ -43,39 +49,50 @@ interface HostHooks {
 }
 
 const hostHooks: Record<AgentHost, HostHooks> = {
-  "claude-code": { turnEnded: ["Stop", "SubagentStop"], promptSent: "UserPromptSubmit", goOn: "block" },
-  codex: { turnEnded: ["Stop", "SubagentStop"], promptSent: "UserPromptSubmit", goOn: "block" },
+  "claude-code": { turnEnded: ["Stop"], promptSent: "UserPromptSubmit", goOn: "block" },
+  codex: { turnEnded: ["Stop"], promptSent: "UserPromptSubmit", goOn: "block" },
   "gemini-cli": { turnEnded: ["AfterAgent"], promptSent: "BeforeAgent", goOn: "deny" },
 };
+
+/** Where each host keeps its hooks, under a project's folder or the user's home (`hook install` writes there). */
+export const settingsFiles: Record<AgentHost, string> = {
+  "claude-code": join(".claude", "settings.json"),
+  codex: join(".codex", "hooks.json"),
+  "gemini-cli": join(".gemini", "settings.json"),
+};
+
+/**
+ * Whether `host` (any of them when unknown) runs turnfold's hooks for a project in `cwd`:
+ * its project or user settings name a `turnfold hook` command. A file that cannot be read
+ * counts as no.
+ */
+export function hooksInstalled(host: AgentHost | undefined, cwd: string, home: string): boolean {
+  const hosts = host === undefined ? (Object.keys(settingsFiles) as AgentHost[]) : [host];
+  for (const known of hosts) {
+    for (const base of [cwd, home]) {
+      try {
+        if (readFileSync(join(base, settingsFiles[known]), "utf8").includes("turnfold hook")) return true;
+      } catch {
+        // no such file, or not ours to read
+      }
+    }
+  }
+  return false;
+}
 
 /** The hook events turnfold answers for a host. */
 export function hookEvents(host: AgentHost): readonly string[] {
   return [...hostHooks[host].turnEnded, hostHooks[host].promptSent];
 }
 
-/** What a hook prints, and the records it hands over (marked delivered once printed). */
-export interface HookAnswer {
-  readonly output: Record<string, unknown> | undefined;
-  readonly records: readonly StoredDispatch[];
-}
+/** The hook events that end a subagent's turn, never the main agent's. */
+const subagentStops = new Set(["SubagentStop"]);
 
-/** The sink a session's handed turns are marked under: the same for `turnfold mcp` and its hooks. */
-export function agentSink(session: string): string {
-  return `mcp:${session}`;
-}
-
-/**
- * Decides what a hook answers. `drain`: the consumer to drain with when items are ready,
- * or undefined to hand over only what was decided already.
- */
-export async function hookTurns(log: EventStore, session: string, drain: DrainConsumer | undefined, timeoutMs = 20_000): Promise<StoredDispatch[]> {
-  if (drain !== undefined) await drainIfReady(log, session, drain, timeoutMs);
-  const delivered = new Set(await log.deliveredTo(agentSink(session)));
-  const waiting: StoredDispatch[] = [];
-  for await (const page of readPages((o) => log.readPage(o), { type: "notification.dispatched" })) {
-    for (const record of page as StoredDispatch[]) if (record.session === session && !delivered.has(record.seq)) waiting.push(record);
-  }
-  return waiting;
+/** The recipient of a hook's answer: the subagent the host names (Claude Code's `agent_id`), or the main agent. */
+function recipientOf(input: HookInput): string | null {
+  if (!subagentStops.has(input.hook_event_name)) return null;
+  const agent = input["agent_id"];
+  return typeof agent === "string" && agent !== "" ? agent : "subagent";
 }
 
 /**
@@ -109,36 +126,60 @@ function drainIfReady(log: EventStore, session: string, consumer: DrainConsumer,
   });
 }
 
-/** The answer to one hook of `host`: `records` are the turns it hands over. */
-export async function answerHook(log: EventStore, session: string, input: HookInput, host: AgentHost = "claude-code"): Promise<HookAnswer> {
+/** What a hook of `event` does: drain with which consumer (or none), and how many turns it may hand over. */
+interface HookPlan {
+  readonly drain: DrainConsumer | undefined;
+  readonly limit: number | undefined;
+  readonly answer: (records: readonly StoredDispatch[]) => Record<string, unknown>;
+}
+
+function planOf(input: HookInput, host: AgentHost): HookPlan | undefined {
   const event = input.hook_event_name;
   const names = hostHooks[host];
+  // A subagent's stop: turnfold's processes are the main agent's (its MCP server cannot
+  // tell which agent called start_process), so a subagent is handed none of them.
+  if (subagentStops.has(event)) return undefined;
   if (names.turnEnded.includes(event)) {
-    // Going on because of an earlier block: hand over what was decided, drain nothing new.
-    const records = await hookTurns(log, session, input.stop_hook_active ? undefined : "tui-post-turn");
-    const first = records[0];
-    // One turn at a time: the agent answers it, stops again, and gets the next.
-    return first === undefined ? { output: undefined, records: [] } : { output: { decision: names.goOn, reason: first.text }, records: [first] };
+    return {
+      // Going on because of an earlier block: hand over what was decided, drain nothing new.
+      drain: input.stop_hook_active ? undefined : "tui-post-turn",
+      // One turn at a time: the agent answers it, stops again, and gets the next.
+      limit: 1,
+      answer: (records) => ({ decision: names.goOn, reason: records[0]!.text }),
+    };
   }
   if (event === names.promptSent) {
-    const records = await hookTurns(log, session, "tui-poller");
-    if (records.length === 0) return { output: undefined, records: [] };
-    const additionalContext = records.map((r) => r.text).join("\n\n");
-    return { output: { hookSpecificOutput: { hookEventName: event, additionalContext } }, records };
+    return {
+      drain: "tui-poller",
+      limit: undefined,
+      answer: (records) => ({ hookSpecificOutput: { hookEventName: event, additionalContext: records.map((r) => r.text).join("\n\n") } }),
+    };
   }
-  return { output: undefined, records: [] };
+  return undefined;
 }
 
 /**
- * Answers one hook: writes the answer (`write` resolves once it is out), and only then
- * marks the turns it carried as handed to the agent. Returns what it wrote.
+ * Answers one hook of `host`: drains when its moment calls for it, claims what waits (see
+ * handover.ts: another hook or the server handing over at the same moment gets none of
+ * it), writes the answer (`write` resolves once it is out), and records the hand-over;
+ * a write that fails frees the turns again. Returns what it wrote ("" for nothing).
  */
 export async function runHook(log: EventStore, session: string, input: HookInput, write: (line: string) => Promise<void>, host: AgentHost = "claude-code"): Promise<string> {
-  const answer = await answerHook(log, session, input, host);
-  if (answer.output === undefined) return "";
-  const line = JSON.stringify(answer.output) + "\n";
-  await write(line);
-  for (const record of answer.records) await log.markDelivered(agentSink(session), record.seq, Date.now());
+  const plan = planOf(input, host);
+  if (plan === undefined) return "";
+  if (plan.drain !== undefined) await drainIfReady(log, session, plan.drain, 20_000);
+  let line = "";
+  const by = holder("hook", input.hook_event_name, recipientOf(input));
+  await handOver(
+    log,
+    session,
+    by,
+    async (records) => {
+      line = JSON.stringify(plan.answer(records)) + "\n";
+      await write(line);
+    },
+    plan.limit !== undefined ? { limit: plan.limit } : {},
+  );
   return line;
 }
 

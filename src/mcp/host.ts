@@ -56,3 +56,10 @@ export function sessionFromHost(env: NodeJS.ProcessEnv, host?: AgentHost): strin
   if (host === undefined && env["GEMINI_CLI"] === "1") return hostSessionKey("gemini-cli");
   return undefined;
 }
+
+/** The host this process runs under, when it says so in the environment (Claude Code's session id, Gemini CLI's mark). */
+export function hostOf(env: NodeJS.ProcessEnv): AgentHost | undefined {
+  if (env["CLAUDE_CODE_SESSION_ID"]?.trim()) return "claude-code";
+  if (env["GEMINI_CLI"] === "1") return "gemini-cli";
+  return undefined;
+}

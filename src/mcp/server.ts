@@ -11,7 +11,8 @@
  *   items are ready, and its read of the inbox is the drain;
  * - `none`: nothing is pushed; the model calls `take_notifications`.
  *
- * Whatever the mode, a turn is handed over exactly once: a delivery mark follows each.
+ * Whatever the mode, a turn is handed over exactly once: each goes through one claim in
+ * the log, shared with the session's hooks (handover.ts).
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
@@ -20,6 +21,7 @@ import type { EventStore } from "../events/store.js";
 import type { PushMode } from "./modes.js";
 import { AgentSession, type HandedTurn, type SessionEvent } from "./session.js";
 import { tools, type ToolContext } from "./tools.js";
+import { z } from "zod";
 
 
 /** What `turnfold mcp` runs on. */
@@ -35,11 +37,14 @@ export interface McpServerOptions {
   readonly outputTail?: number;
   readonly staleAfterMs?: number;
   readonly giveUpAfterMs?: number;
+  /** Whether the host runs turnfold's hooks (the model is then told that results come back at its stops). */
+  readonly hooks?: boolean;
 }
 
 /** A running server: `close()` ends its session and its children. */
 export interface RunningMcpServer {
-  readonly session: AgentSession;
+  /** The agent session, once opened (see `startMcpServer`). */
+  readonly session: () => AgentSession | undefined;
   /** Rejects when the server cannot go on (the log stayed unreachable past the limit). */
   readonly failed: Promise<never>;
   close(): Promise<void>;
@@ -50,17 +55,51 @@ export function inboxUri(session: string): string {
   return `turnfold://session/${encodeURIComponent(session)}/inbox`;
 }
 
-/** Starts the server on `transport` (stdio for `turnfold mcp`). */
+/**
+ * How long after the host's `initialized` the session opens on its own when the host
+ * asked for nothing yet. A host's health check (`claude mcp list`, `gemini mcp list`)
+ * connects and leaves within this, so it opens no session.
+ */
+export const openAfterMs = 1500;
+
+/**
+ * Starts the server on `transport` (stdio for `turnfold mcp`). The agent session opens at
+ * the host's first tool call or resource request, or `openAfterMs` after `initialized`,
+ * whichever comes first; a connection that asks nothing and leaves opens none.
+ */
 export async function startMcpServer(options: McpServerOptions, transport: Transport): Promise<RunningMcpServer> {
-  const agent = await AgentSession.open({
-    log: options.log,
-    session: options.session,
-    spoolDir: options.spoolDir,
-    ...(options.report ? { report: options.report } : {}),
-    ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}),
-    ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}),
-    ...(options.giveUpAfterMs !== undefined ? { giveUpAfterMs: options.giveUpAfterMs } : {}),
-  });
+  let fail!: (error: Error) => void;
+  const failed = new Promise<never>((_, reject) => (fail = reject));
+  failed.catch(() => undefined);
+  let agent: AgentSession | undefined;
+  let opening: Promise<AgentSession> | undefined;
+  let closing: Promise<void> | undefined;
+  const stops: (() => void)[] = [];
+  const open = (): Promise<AgentSession> =>
+    (opening ??= AgentSession.open({
+      log: options.log,
+      session: options.session,
+      spoolDir: options.spoolDir,
+      ...(options.report ? { report: options.report } : {}),
+      ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}),
+      ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}),
+      ...(options.giveUpAfterMs !== undefined ? { giveUpAfterMs: options.giveUpAfterMs } : {}),
+    }).then(
+      (opened) => {
+        agent = opened;
+        opened.failed.catch(fail);
+        if (closing === undefined) {
+          if (options.push === "channel") stops.push(channelPush(server, opened, options));
+          if (options.push === "resource") stops.push(announceInbox(opened, inbox));
+        }
+        return opened;
+      },
+      (error: unknown) => {
+        const failure = error instanceof Error ? error : new Error(String(error));
+        fail(failure);
+        throw failure;
+      },
+    ));
   const server = new McpServer(
     { name: "turnfold", version: "0.1.0" },
     {
@@ -69,25 +108,31 @@ export async function startMcpServer(options: McpServerOptions, transport: Trans
         ...(options.push === "channel" ? { experimental: { "claude/channel": {} } } : {}),
         ...(options.push === "resource" ? { resources: { subscribe: true } } : {}),
       },
-      instructions: instructions(options.push, inboxUri(options.session)),
+      instructions: instructions(options.push, inboxUri(options.session), options.hooks ?? false),
     },
   );
-  const context: ToolContext = { agent, push: options.push };
   for (const tool of tools) {
-    server.registerTool(tool.name, { title: tool.title, description: tool.description(options.push), inputSchema: tool.input, outputSchema: tool.output, annotations: tool.annotations }, ((args: unknown, extra: { signal?: AbortSignal }) => tool.run(args as never, context, extra)) as never);
+    const outputSchema = { message: z.string().describe("The result in words, as the model should read it."), ...tool.output };
+    server.registerTool(tool.name, { title: tool.title, description: tool.description(options.push, options.hooks ?? false), inputSchema: tool.input, outputSchema, annotations: tool.annotations }, (async (args: unknown, extra: { signal?: AbortSignal }) => {
+      const context: ToolContext = { agent: await open(), push: options.push, hooks: options.hooks ?? false };
+      return tool.run(args as never, context, extra);
+    }) as never);
   }
-  const stops: (() => void)[] = [];
-  if (options.push === "channel") stops.push(channelPush(server, agent, options));
-  if (options.push === "resource") resourcePush(server, agent, options);
+  const inbox = options.push === "resource" ? resourceInbox(server, open, options) : undefined;
+  let timer: NodeJS.Timeout | undefined;
+  server.server.oninitialized = () => {
+    timer = setTimeout(() => void open().catch(() => undefined), openAfterMs);
+  };
   await server.connect(transport);
-  let closing: Promise<void> | undefined;
   return {
-    session: agent,
-    failed: agent.failed,
+    session: () => agent,
+    failed,
     close: () =>
       (closing ??= (async () => {
+        clearTimeout(timer);
         for (const stop of stops) stop();
-        await agent.close();
+        const opened = opening === undefined ? undefined : await opening.catch(() => undefined);
+        await opened?.close();
         await server.close().catch(() => undefined);
       })()),
   };
@@ -122,7 +167,7 @@ function channelPush(server: McpServer, agent: AgentSession, options: McpServerO
     if (!fresh && !agent.pending) return;
     draining = true;
     agent
-      .take(send, fresh)
+      .take(send, { via: "push", hostEvent: "notifications/claude/channel", fresh })
       .catch((error: unknown) => options.report?.({ event: "push-failed", error: (error as Error).message ?? String(error) }))
       .finally(() => {
         draining = false;
@@ -139,23 +184,40 @@ function channelPush(server: McpServer, agent: AgentSession, options: McpServerO
   agent.onReady(soon);
   agent.onChildExit(soon);
   const timer = setInterval(() => wake(false), options.pollMs);
-  return () => clearInterval(timer);
+  // What another process left waiting (a released claim, a holder that died) is looked
+  // for now and then; everything this server decides itself wakes it at once.
+  const look = setInterval(() => void agent.refresh().then(() => wake(false), () => undefined), lookAgainMs);
+  return () => {
+    clearInterval(timer);
+    clearInterval(look);
+  };
+}
+
+/** How often a push mode looks for turns another process left waiting, in ms. */
+const lookAgainMs = 5_000;
+
+/** The inbox of `resource` mode: `announce` tells a subscriber that turns wait. */
+interface Inbox {
+  subscribed: boolean;
+  announced: boolean;
+  announce(agent: AgentSession): void;
 }
 
 /** `resource`: the inbox resource; a subscriber hears when items are ready, and its read drains. */
-function resourcePush(server: McpServer, agent: AgentSession, options: McpServerOptions): void {
-  const uri = inboxUri(agent.session);
-  let subscribed = false;
-  let announced = false;
-  const announce = () => {
-    if (!subscribed || announced) return;
-    announced = true;
-    server.server.sendResourceUpdated({ uri }).catch((error: unknown) => {
-      announced = false;
-      options.report?.({ event: "push-failed", error: (error as Error).message ?? String(error) });
-    });
+function resourceInbox(server: McpServer, open: () => Promise<AgentSession>, options: McpServerOptions): Inbox {
+  const uri = inboxUri(options.session);
+  const inbox: Inbox = {
+    subscribed: false,
+    announced: false,
+    announce() {
+      if (!inbox.subscribed || inbox.announced) return;
+      inbox.announced = true;
+      server.server.sendResourceUpdated({ uri }).catch((error: unknown) => {
+        inbox.announced = false;
+        options.report?.({ event: "push-failed", error: (error as Error).message ?? String(error) });
+      });
+    },
   };
-  agent.onReady(announce);
   server.registerResource(
     "inbox",
     uri,
@@ -165,26 +227,41 @@ function resourcePush(server: McpServer, agent: AgentSession, options: McpServer
       mimeType: "text/plain",
     },
     async () => {
-      announced = false;
-      const turns = await agent.take(async () => undefined);
+      const agent = await open();
+      inbox.announced = false;
+      const turns = await agent.take(async () => undefined, { via: "resource", hostEvent: "resources/read" });
       return { contents: turns.map((turn) => ({ uri, mimeType: "text/plain", text: turn.text, _meta: { kind: turn.kind, members: turn.members, seq: turn.seq } })) };
     },
   );
   server.server.setRequestHandler(SubscribeRequestSchema, async (request) => {
     if (request.params.uri !== uri) throw new Error(`no such resource: ${request.params.uri} (this session's inbox is ${uri})`);
-    subscribed = true;
-    if (agent.pending) announce();
+    inbox.subscribed = true;
+    const agent = await open();
+    if (agent.pending) inbox.announce(agent);
     return {};
   });
   server.server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
-    if (request.params.uri === uri) subscribed = false;
+    if (request.params.uri === uri) inbox.subscribed = false;
     return {};
   });
+  return inbox;
 }
 
+/** Announces the inbox whenever items become ready, and looks now and then for what another process left. */
+function announceInbox(agent: AgentSession, inbox: Inbox | undefined): () => void {
+  if (inbox === undefined) return () => undefined;
+  agent.onReady(() => inbox.announce(agent));
+  const look = setInterval(() => void agent.refresh().then(() => agent.pending && inbox.announce(agent), () => undefined), lookAgainMs);
+  return () => clearInterval(look);
+}
+
+/** With the host's hooks installed, turns come back at the agent's stops and with the user's prompts. */
+const hooked =
+  "Results come back on their own: when you stop, a result that is ready is given to you as your next message, and what finished while you waited comes with the user's next message. Each result is given to you once, whichever way it comes. Call take_notifications only when you want results before you stop.";
+
 /** What the host's model is told about this server when it connects. */
-function instructions(push: PushMode, inbox: string): string {
-  const how = {
+function instructions(push: PushMode, inbox: string, hooks: boolean): string {
+  const how = hooks && push === "none" ? hooked : {
     channel:
       "Results arrive on their own as <channel source=\"turnfold\"> events: several processes that finished together come as one message that asks for one consolidated answer, and failures are always included. Act on them when they arrive.",
     resource: `Results are announced as updates of the resource ${inbox}; reading it returns them once, and nothing is returned twice.`,

@@ -5,19 +5,20 @@
  *
  * A drain is appended only at the moment turns are handed over (a push tick, an inbox
  * read, a `take_notifications` call), so the log's dispatch records are the turns the
- * agent was given. Each record is marked delivered (sink `mcp:SESSION`) once handed over;
- * a later server of the session hands over what an earlier one recorded but never handed,
- * and nothing it handed twice.
+ * agent was given. Each record goes to the host through one claim in the log
+ * (handover.ts), shared with the session's hooks and with any other server of the key: a
+ * later server hands over what an earlier one recorded but never handed, and nothing is
+ * handed twice.
  */
 import { statSync } from "node:fs";
 import type { Subscription } from "rxjs";
 import type { EventStore } from "../events/store.js";
-import { backoffMs, isTransientStoreError } from "../events/transient.js";
 import { fromRecord, type StoredDispatch } from "../projections/dispatch-record.js";
 import { liveTurns, type LiveView } from "../projections/live.js";
 import type { ReadyItem, Turn } from "../projections/project.js";
 import { Supervisor, type ExitResult, type LogPage, type WaitResult } from "../supervisor/supervisor.js";
-import { agentSink } from "./hook.js";
+import { handOver, holder, waitingRecords } from "./handover.js";
+import type { HandoverHolder } from "../events/schema.js";
 import { readHistory, reportLost } from "./recovery.js";
 import { OutputSpool } from "./spool.js";
 
@@ -26,6 +27,13 @@ export type HandedTurn = Turn & {
   /** Seq of its `notification.dispatched` record. */
   readonly record: number;
 };
+
+/** How a hand-over is asked for: the way (tool, push, resource) and what asked; `fresh: false` for a push tick (see `take`). */
+export interface TakeOptions {
+  readonly via: Exclude<HandoverHolder["via"], "hook">;
+  readonly hostEvent?: string;
+  readonly fresh?: boolean;
+}
 
 /** What `start` is given (validated at the edge that calls it). */
 export interface StartRequest {
@@ -81,7 +89,6 @@ export class AgentSession {
   readonly #log: EventStore;
   readonly #supervisor: Supervisor;
   readonly #spool: OutputSpool;
-  readonly #sink: string;
   readonly #catchUpMs: number;
   #next: number;
   #runner: Subscription | undefined;
@@ -92,10 +99,8 @@ export class AgentSession {
   readonly #idleWaiters: { seq: number; resolve: () => void }[] = [];
   readonly #changeListeners: (() => void)[] = [];
   readonly #exitListeners: (() => void)[] = [];
-  #delivered: Set<number> = new Set();
-  #cursor = 1;
-  /** Records of this session not yet handed over, oldest first. */
-  readonly #waiting: StoredDispatch[] = [];
+  /** Seqs of this session's records not yet handed over, oldest first, as last seen. */
+  #waiting: number[] = [];
   #queue: Promise<unknown> = Promise.resolve();
   #failure: Error | undefined;
   readonly #failed: Promise<never>;
@@ -104,7 +109,6 @@ export class AgentSession {
   private constructor(options: AgentSessionOptions, lastIndex: number) {
     this.session = options.session;
     this.#log = options.log;
-    this.#sink = agentSink(options.session);
     this.#catchUpMs = options.catchUpMs ?? 10_000;
     this.#next = lastIndex;
     this.#spool = new OutputSpool(options.spoolDir);
@@ -123,7 +127,7 @@ export class AgentSession {
     const at = Date.now();
     const lost = await reportLost(options.log, history.lost, agent.#spool, options.outputTail ?? 2000, at);
     await options.log.append([{ type: "session.opened", at, session: options.session, surface: "tui" }]);
-    agent.#delivered = new Set(await options.log.deliveredTo(agent.#sink));
+    agent.#waiting = await waitingRecords(options.log, options.session);
     agent.#startRunner(options);
     options.report?.({ event: "session", session: options.session, resumed: history.known, lost });
     return agent;
@@ -242,10 +246,13 @@ export class AgentSession {
   async list(): Promise<ListedProcess[]> {
     await this.#supervisor.flush();
     await this.#caughtUp(await this.#log.lastSeq());
-    await this.#collect();
     const waiting = new Set<string>();
     for (const item of this.#ready) if (item.member !== null) waiting.add(item.member);
-    for (const record of this.#waiting) for (const member of record.members) waiting.add(member);
+    this.#waiting = await waitingRecords(this.#log, this.session);
+    for (const seq of this.#waiting) {
+      const [record] = await this.#log.readPage({ from: seq, limit: 1 });
+      if (record?.type === "notification.dispatched") for (const member of record.members) waiting.add(member);
+    }
     return this.#supervisor
       .list()
       .filter((p) => p.exit === undefined || waiting.has(p.process))
@@ -260,19 +267,20 @@ export class AgentSession {
   }
 
   /**
-   * Drains now (when anything is ready) and hands every turn of this session not yet handed
-   * over to `hand`; each is marked delivered once `hand` resolved. `fresh` first waits for
-   * the runner to fold everything the log holds (a call from the agent wants the state of
-   * now); a push tick goes by the runner's last idle point. One hand-over at a time.
+   * Drains now (when anything is ready) and hands every turn of this session that waits to
+   * `hand`, through one claim in the log (see handover.ts): a hook of the same session, or
+   * another server, handing over at the same moment gets none of them. `fresh` first waits
+   * for the runner to fold everything the log holds (a call from the agent wants the state
+   * of now); a push tick goes by the runner's last idle point. One hand-over at a time.
    */
-  take(hand: (turns: readonly HandedTurn[]) => Promise<void>, fresh = true): Promise<readonly HandedTurn[]> {
-    const next = this.#queue.then(() => this.#take(hand, fresh));
+  take(hand: (turns: readonly HandedTurn[]) => Promise<void>, how: TakeOptions): Promise<readonly HandedTurn[]> {
+    const next = this.#queue.then(() => this.#take(hand, how));
     this.#queue = next.catch(() => undefined);
     return next;
   }
 
-  async #take(hand: (turns: readonly HandedTurn[]) => Promise<void>, fresh: boolean): Promise<readonly HandedTurn[]> {
-    if (fresh) {
+  async #take(hand: (turns: readonly HandedTurn[]) => Promise<void>, how: TakeOptions): Promise<readonly HandedTurn[]> {
+    if (how.fresh ?? true) {
       await this.#supervisor.flush();
       await this.#caughtUp(await this.#log.lastSeq());
     }
@@ -280,41 +288,18 @@ export class AgentSession {
       const [seq] = await this.#log.append([{ type: "drain", at: Date.now(), session: this.session, consumer: "tui-poller" }]);
       await this.#caughtUp(seq!);
     }
-    await this.#collect();
-    if (this.#waiting.length === 0) return [];
-    const records = this.#waiting.slice();
-    const turns = records.map(handed);
-    await hand(turns);
-    // Handed over: never again from this server, whatever the log does next.
-    this.#waiting.splice(0, records.length);
-    for (const record of records) this.#delivered.add(record.seq);
-    for (const record of records) await this.#mark(record.seq);
+    let turns: HandedTurn[] = [];
+    await handOver(this.#log, this.session, holder(how.via, how.hostEvent), async (records) => {
+      turns = records.map(handed);
+      await hand(turns);
+    });
+    this.#waiting = await waitingRecords(this.#log, this.session);
     return turns;
   }
 
-  /** Marks a handed record delivered, waiting out an outage of the log: a later server of the session must not hand it again. */
-  async #mark(record: number): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.#log.markDelivered(this.#sink, record, Date.now());
-        return;
-      } catch (error) {
-        if (!isTransientStoreError(error) || this.#failure) throw error;
-        await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt)));
-      }
-    }
-  }
-
-  /** Reads the dispatch records appended since the last look, keeping this session's undelivered ones. */
-  async #collect(): Promise<void> {
-    for (;;) {
-      const page = (await this.#log.readPage({ from: this.#cursor, type: "notification.dispatched", limit: 1000 })) as StoredDispatch[];
-      for (const record of page) {
-        this.#cursor = record.seq + 1;
-        if (record.session === this.session && !this.#delivered.has(record.seq)) this.#waiting.push(record);
-      }
-      if (page.length < 1000) return;
-    }
+  /** Looks again at what waits to be handed over (another process may have released or left something). */
+  async refresh(): Promise<void> {
+    this.#waiting = await waitingRecords(this.#log, this.session);
   }
 
   /** Whether a push tick has anything to do: items ready, or turns decided and not handed over. */

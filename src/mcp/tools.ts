@@ -15,6 +15,8 @@ import type { PushMode } from "./modes.js";
 export interface ToolContext {
   readonly agent: AgentSession;
   readonly push: PushMode;
+  /** Whether the host runs turnfold's hooks. */
+  readonly hooks: boolean;
 }
 
 /** The extra the SDK passes a handler: the signal fires when the client cancels the call. */
@@ -26,7 +28,7 @@ interface CallExtra {
 export interface Tool<S extends z.ZodRawShape = z.ZodRawShape> {
   readonly name: string;
   readonly title: string;
-  readonly description: (push: PushMode) => string;
+  readonly description: (push: PushMode, hooks: boolean) => string;
   readonly input: S;
   readonly output: z.ZodRawShape;
   readonly annotations: ToolAnnotations;
@@ -36,16 +38,16 @@ export interface Tool<S extends z.ZodRawShape = z.ZodRawShape> {
 const processId = z.string({ error: (issue) => (issue.input === undefined ? "is required: the id start_process returned" : "must be a string: the id start_process returned") }).min(1, "must name a process (an id that start_process returned)").describe("The process id that start_process returned.");
 const exitReason = z.enum(["exited", "killed", "lost", "failedStart"]);
 
-/** How a later result reaches the model, in the words of each push mode. */
-function hearing(push: PushMode): string {
-  return push === "none" ? "Call take_notifications later to hear how it ended." : "You will be told when it ends, unless you take the result yourself first.";
+/** How a later result reaches the model, in the words of each push mode (and with the host's hooks, which hand results over at its stops). */
+function hearing(push: PushMode, hooks: boolean): string {
+  return push === "none" && !hooks ? "Call take_notifications later to hear how it ended." : "You will be told when it ends, unless you take the result yourself first.";
 }
 
 const startProcess = {
   name: "start_process",
   title: "Start a background process",
-  description: (push) =>
-    `Runs a shell command in the background for this conversation and returns at once with its process id. Use it for anything that takes more than a few seconds (tests, builds, installs, servers). ${hearing(push)} Several processes that finish close together are reported as one message, and failures are always reported.`,
+  description: (push, hooks) =>
+    `Runs a shell command in the background for this conversation and returns at once with its process id. Use it for anything that takes more than a few seconds (tests, builds, installs, servers). ${hearing(push, hooks)} Several processes that finish close together are reported as one message, and failures are always reported.`,
   input: {
     command: z.string({ error: (issue) => (issue.input === undefined ? "is required: the shell command to run" : "must be a string: the shell command to run") }).min(1, "must be a shell command (a non-empty string)").describe("The shell command, run with sh -c."),
     cwd: z.string().min(1, "must be a folder path").optional().describe("Folder to run it in; default: the server's own."),
@@ -54,7 +56,7 @@ const startProcess = {
   },
   output: { process: z.string(), pid: z.number().int().nullable() },
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
-  async run(args, { agent, push }) {
+  async run(args, { agent, push, hooks }) {
     const started = agent.start({
       command: args.command,
       ...(args.cwd !== undefined ? { cwd: args.cwd } : {}),
@@ -62,7 +64,7 @@ const startProcess = {
       ...(args.notify !== undefined ? { notify: args.notify } : {}),
     });
     const pid = started.pid === null ? "it did not start" : `pid ${started.pid}`;
-    return answer(`Started process ${started.process} (${pid}). ${hearing(push)}`, started);
+    return answer(`Started process ${started.process} (${pid}). ${hearing(push, hooks)}`, started);
   },
 } satisfies Tool<{ command: z.ZodString; cwd: z.ZodOptional<z.ZodString>; watch: z.ZodOptional<z.ZodArray<z.ZodString>>; notify: z.ZodOptional<z.ZodBoolean> }>;
 
@@ -154,13 +156,13 @@ const listProcesses = {
 const takeNotifications = {
   name: "take_notifications",
   title: "Take the notifications that are ready",
-  description: (push) =>
-    `Returns what is ready about this conversation's background processes: the processes that finished (several that finished together come as one message; failures always included), watched output lines, and processes lost with an earlier server. Each notification is returned once.${push === "none" ? " Nothing is pushed to you: call this when you finish a step while processes may have ended, before telling the user that background work is done, and when the user asks about it." : " They are also pushed to you; call this if you want them now."}`,
+  description: (push, hooks) =>
+    `Returns what is ready about this conversation's background processes: the processes that finished (several that finished together come as one message; failures always included), watched output lines, and processes lost with an earlier server. Each notification is returned once.${push === "none" && !hooks ? " Nothing is pushed to you: call this when you finish a step while processes may have ended, before telling the user that background work is done, and when the user asks about it." : hooks && push === "none" ? " They also come to you on their own when you stop; call this if you want them sooner." : " They are also pushed to you; call this if you want them now."}`,
   input: {},
   output: { turns: z.array(z.object({ seq: z.number().int(), kind: z.string(), members: z.array(z.string()), text: z.string() })) },
   annotations: { readOnlyHint: false, destructiveHint: false },
   async run(_args, { agent }) {
-    const turns = await agent.take(async () => undefined);
+    const turns = await agent.take(async () => undefined, { via: "tool", hostEvent: "take_notifications" });
     const text = turns.length === 0 ? "Nothing is ready: no background process has finished or matched a watch since the last notification." : turns.map((t) => t.text).join("\n\n---\n\n");
     return answer(text, { turns: turns.map(turnData) });
   },
@@ -169,8 +171,13 @@ const takeNotifications = {
 /** Every tool of the server, in the order a host lists them. */
 export const tools: readonly Tool<never>[] = [startProcess, waitProcess, readOutput, killProcess, listProcesses, takeNotifications] as unknown as readonly Tool<never>[];
 
+/**
+ * A tool's result: the text, and the same text as `message` at the head of the structured
+ * result, since some hosts (Claude Code, Codex) show the model the structured result
+ * instead of the text.
+ */
 function answer(text: string, structuredContent: object): CallToolResult {
-  return { content: [{ type: "text", text }], structuredContent: structuredContent as Record<string, unknown> };
+  return { content: [{ type: "text", text }], structuredContent: { message: text, ...structuredContent } };
 }
 
 function exitText(exit: ExitResult): string {

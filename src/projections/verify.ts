@@ -4,7 +4,7 @@
  * memory bounded by how far the records lag behind the turns they record. (A log with no
  * record at all says so up front, and the first derived turn is the difference.)
  */
-import type { Stored } from "../events/schema.js";
+import type { EventOf, HandoverHolder, Stored } from "../events/schema.js";
 import { turnFields, type Turn } from "./project.js";
 import { fromRecord } from "./dispatch-record.js";
 
@@ -20,13 +20,32 @@ export interface Difference {
 }
 
 /**
+ * A hand-over the log records that breaks exactly-once delivery to an agent host: a
+ * record handed over a second time, or to the wrong recipient (a subagent, or a claim
+ * made for another session than the record's).
+ */
+export interface HandoverProblem {
+  readonly problem: "handed-twice" | "wrong-recipient";
+  /** Seq of the dispatch record. */
+  readonly recordSeq: number;
+  /** Seq of the `handover.handed` event that broke the rule. */
+  readonly handedSeq: number;
+  /** Who took it this time (the way, the host event, the recipient), and who took it first for a second hand-over. */
+  readonly by: HandoverHolder | null;
+  readonly first?: HandoverHolder | null;
+  readonly message: string;
+}
+
+/**
  * The verdict of `verifyRecorded`: the records match the derived turns; or they differ,
- * at `difference`; or the history holds no record at all but derives turns (it was not
- * written by a live runner, so there is nothing to verify it against).
+ * at `difference`; or a turn was handed to the host twice or to the wrong recipient; or
+ * the history holds no record and derives no turn, or derives turns but holds no record
+ * (it was not written by a live runner, so there is nothing to verify it against).
  */
 export type Verified =
   | { readonly ok: true; readonly verdict: "match"; readonly turns: number }
   | { readonly ok: false; readonly verdict: "differ"; readonly difference: Difference }
+  | { readonly ok: false; readonly verdict: "handover"; readonly handover: HandoverProblem }
   | { readonly ok: false; readonly verdict: "no-records" };
 
 
@@ -50,6 +69,12 @@ export class Verifier {
   #index = 0;
   #recordsSeen = 0;
   #difference: Difference | undefined;
+  #handover: HandoverProblem | undefined;
+  /** Each dispatch record's session, and who handed it over once it was. */
+  readonly #sessions = new Map<number, string>();
+  readonly #handed = new Map<number, HandoverHolder | null>();
+  /** Open claims: who holds them, until handed or released. */
+  readonly #claims = new Map<string, HandoverHolder>();
 
   /**
    * `recorded: false` says the history is known to hold no record at all (a log can tell
@@ -60,14 +85,20 @@ export class Verifier {
     this.#recorded = options.recorded ?? true;
   }
 
-  /** The first mismatch found so far, if any: a caller may stop reading there. */
-  get difference(): Difference | undefined {
-    return this.#difference;
+  /** The first mismatch or broken hand-over found so far, if any: a caller may stop reading there. */
+  get difference(): Difference | HandoverProblem | undefined {
+    return this.#difference ?? this.#handover;
   }
 
-  /** One recorded dispatch, in log order. */
+  /** One event of the history, in log order: dispatch records and hand-overs are checked, the rest passes. */
   record(event: Stored): void {
-    if (this.#difference || event.type !== "notification.dispatched") return;
+    if (this.#difference || this.#handover) return;
+    if (event.type === "handover.claimed" || event.type === "handover.handed" || event.type === "handover.released") {
+      this.#handoverEvent(event);
+      return;
+    }
+    if (event.type !== "notification.dispatched") return;
+    this.#sessions.set(event.seq, event.session);
     this.#recordsSeen++;
     this.#records.push(event);
     this.#compare();
@@ -79,6 +110,38 @@ export class Verifier {
     this.#turns.push(turn);
     if (this.#recorded) this.#compare();
     else this.finish();
+  }
+
+  #handoverEvent(event: Stored<EventOf<"handover.claimed"> | EventOf<"handover.handed"> | EventOf<"handover.released">>): void {
+    if (event.type === "handover.claimed") {
+      this.#claims.set(event.claim, event.by);
+      return;
+    }
+    const by = this.#claims.get(event.claim) ?? null;
+    this.#claims.delete(event.claim);
+    if (event.type === "handover.released") return;
+    for (const record of event.records) {
+      const session = this.#sessions.get(record);
+      const problem = (kind: HandoverProblem["problem"], message: string, first?: HandoverHolder | null): HandoverProblem => ({
+        problem: kind,
+        recordSeq: record,
+        handedSeq: event.seq,
+        by,
+        ...(first !== undefined ? { first } : {}),
+        message,
+      });
+      if (this.#handed.has(record)) {
+        const first = this.#handed.get(record) ?? null;
+        this.#handover = problem("handed-twice", `the turn recorded at seq ${record} was handed over a second time (seq ${event.seq}, ${describe(by)}; first ${describe(first)})`, first);
+        return;
+      }
+      if (session !== event.session || by === null || by.agent !== null) {
+        const who = session !== event.session ? `session ${JSON.stringify(event.session)}, not its own ${JSON.stringify(session ?? null)}` : by === null ? "nobody who claimed it" : `subagent ${JSON.stringify(by.agent)} (${describe(by)}), not the main agent that started its processes`;
+        this.#handover = problem("wrong-recipient", `the turn recorded at seq ${record} was handed over (seq ${event.seq}) to ${who}`);
+        return;
+      }
+      this.#handed.set(record, by);
+    }
   }
 
   /** End of the history: any record without a turn, or turn without a record, is a difference. */
@@ -94,8 +157,9 @@ export class Verifier {
         recordSeq: stored?.seq,
       };
     }
-    if (this.#difference === undefined) return { ok: true, verdict: "match", turns: this.#index };
+    if (this.#handover !== undefined && this.#difference === undefined) return { ok: false, verdict: "handover", handover: this.#handover };
     if (this.#recordsSeen === 0) return { ok: false, verdict: "no-records" };
+    if (this.#difference === undefined) return { ok: true, verdict: "match", turns: this.#index };
     return { ok: false, verdict: "differ", difference: this.#difference };
   }
 
@@ -113,6 +177,12 @@ export class Verifier {
       this.#index++;
     }
   }
+}
+
+/** A holder in words: `hook Stop`, `tool take_notifications`. */
+function describe(by: HandoverHolder | null): string {
+  if (by === null) return "by no claim";
+  return `by ${by.via}${by.hostEvent !== undefined ? ` ${by.hostEvent}` : ""}${by.pid !== undefined ? ` (pid ${by.pid})` : ""}`;
 }
 
 /** A FIFO whose shift is O(1): the head moves, and the array is compacted now and then. */

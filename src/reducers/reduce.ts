@@ -68,6 +68,9 @@ export function step(state: State, event: Stored, out: Decisions): void {
     case "delegation.deferred":
     case "notification.dispatched":
     case "batch.accepted":
+    case "handover.claimed":
+    case "handover.handed":
+    case "handover.released":
       return;
   }
 }

@@ -28,11 +28,12 @@ export function cliLive(args: readonly string[]) {
 }
 
 /** Runs the real `turnfold` command without blocking this process (for a child that talks to a server the test runs). */
-export function cliAsync(args: readonly string[], options: { env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
-  const child = spawn(process.execPath, [cliEntry, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1", ...options.env } });
+export function cliAsync(args: readonly string[], options: { env?: NodeJS.ProcessEnv; input?: string } = {}): Promise<CliResult> {
+  const child = spawn(process.execPath, [cliEntry, ...args], { stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1", ...options.env } });
+  if (options.input !== undefined) child.stdin!.end(options.input);
   let stdout = "";
   let stderr = "";
-  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
 }

@@ -21,6 +21,9 @@ const turnfoldOnly: ReadonlyMap<string, string> = new Map([
   ["delegation.deferred", "only turnfold moves the delegation ledger"],
   ["delegation.dropped", "only turnfold moves the delegation ledger"],
   ["batch.accepted", "only turnfold records an accepted batch (send an Idempotency-Key header instead)"],
+  ["handover.claimed", "only turnfold records a hand-over to an agent host"],
+  ["handover.handed", "only turnfold records a hand-over to an agent host"],
+  ["handover.released", "only turnfold records a hand-over to an agent host"],
 ]);
 
 /** Fields that grant tokens: only `POST /v1/sessions` and `/compress` write them. */
