@@ -2,21 +2,30 @@
 /** The `turnfold` command. Each command lives in its own file; none holds logic the library lacks. */
 import { setFlagsFromString } from "node:v8";
 import { Command, CommanderError } from "commander";
-import { conformCommand } from "./conform.js";
-import { demoCommand } from "./demo.js";
-import { explainCommand } from "./explain.js";
-import { exportCommand } from "./export.js";
-import { importCommand } from "./import.js";
-import { inventoryCommands } from "./inventory.js";
-import { mcpCommand } from "./mcp.js";
-import { hookCommands } from "./hook.js";
-import { probeCommand } from "./probe.js";
-import { replayCommand } from "./replay.js";
-import { reportCommand } from "./report.js";
-import { runCommands } from "./serve.js";
-import { relayCommand } from "./relay.js";
-import { sinkCommand } from "./sink.js";
-import { tailCommand } from "./tail.js";
+
+/**
+ * Each command's module, loaded on demand: a command run by name loads only its own (and
+ * what it needs), so a hook or `replay` does not pay for the service, the MCP SDK or the
+ * report's page. Help, a misspelt command, or no command load them all. The order is the
+ * order `--help` lists them in.
+ */
+const commands: readonly { readonly names: readonly string[]; readonly load: () => Promise<(program: Command) => void> }[] = [
+  { names: ["import"], load: async () => (await import("./import.js")).importCommand },
+  { names: ["export"], load: async () => (await import("./export.js")).exportCommand },
+  { names: ["tail"], load: async () => (await import("./tail.js")).tailCommand },
+  { names: ["replay"], load: async () => (await import("./replay.js")).replayCommand },
+  { names: ["explain"], load: async () => (await import("./explain.js")).explainCommand },
+  { names: ["sessions", "items"], load: async () => (await import("./inventory.js")).inventoryCommands },
+  { names: ["report"], load: async () => (await import("./report.js")).reportCommand },
+  { names: ["demo"], load: async () => (await import("./demo.js")).demoCommand },
+  { names: ["probe"], load: async () => (await import("./probe.js")).probeCommand },
+  { names: ["sink"], load: async () => (await import("./sink.js")).sinkCommand },
+  { names: ["relay"], load: async () => (await import("./relay.js")).relayCommand },
+  { names: ["run", "serve"], load: async () => (await import("./serve.js")).runCommands },
+  { names: ["conform"], load: async () => (await import("./conform.js")).conformCommand },
+  { names: ["mcp"], load: async () => (await import("./mcp.js")).mcpCommand },
+  { names: ["hook"], load: async () => (await import("./hook.js")).hookCommands },
+];
 
 // Replaying a long log allocates fast and keeps little alive: by default V8 lets the heap
 // grow to several times the live data between full collections. Growing it by at most 30%
@@ -36,21 +45,8 @@ const program = new Command("turnfold")
   .showHelpAfterError()
   .exitOverride();
 
-importCommand(program);
-exportCommand(program);
-tailCommand(program);
-replayCommand(program);
-explainCommand(program);
-inventoryCommands(program);
-reportCommand(program);
-demoCommand(program);
-probeCommand(program);
-sinkCommand(program);
-relayCommand(program);
-runCommands(program);
-conformCommand(program);
-mcpCommand(program);
-hookCommands(program);
+const named = commands.find((c) => c.names.includes(process.argv[2] ?? ""));
+for (const command of named !== undefined ? [named] : commands) (await command.load())(program);
 
 // No command at all is bad usage (exit 2), with the help on stderr, as every other misuse.
 if (process.argv.length <= 2) {
