@@ -13,6 +13,7 @@ export class LogFollower {
   readonly #waiters: { seq: number; resolve: () => void }[] = [];
   readonly #apply: (event: Stored) => void;
   #tail: Subscription | undefined;
+  #catchingUp: Promise<unknown> = Promise.resolve();
 
   private constructor(apply: (event: Stored) => void) {
     this.#apply = apply;
@@ -30,7 +31,26 @@ export class LogFollower {
     return follower;
   }
 
+  /**
+   * Reads and applies what the log holds past the last applied event now, without waiting
+   * for the tail's next look (another server's appends reach a SQLite tail only at its poll).
+   * The tail's copies of those events are passed over when they come.
+   */
+  catchUp(log: EventStore): Promise<void> {
+    const next = this.#catchingUp.then(async () => {
+      const end = await log.lastSeq();
+      while (this.#applied < end) {
+        const page = await log.readPage({ from: this.#applied + 1, limit: 1000 });
+        if (page.length === 0) return;
+        for (const event of page) if (event.seq <= end) this.#follow(event);
+      }
+    });
+    this.#catchingUp = next.catch(() => undefined);
+    return next;
+  }
+
   #follow(event: Stored): void {
+    if (event.seq <= this.#applied) return;
     this.#apply(event);
     this.#applied = event.seq;
     const waiters = this.#waiters;

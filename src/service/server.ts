@@ -112,7 +112,29 @@ function authenticate(context: ServiceContext): void {
     const access = (request.routeOptions.config as { access?: RouteAccess } | undefined)?.access;
     if (access === "public") return;
     if (access === "producer") return requireProducer(context, request);
-    if (access === "session") return void requireSession(context, request as SessionRequest);
+    if (access === "session") return requireKnownSession(context, request as SessionRequest);
     throw new HttpError(403, { error: "this route is closed" });
   });
+}
+
+/** How long a request with a token this server does not know waits for its fold to reach the log's end, in ms. */
+const catchUpForTokenMs = 2_000;
+
+/**
+ * `requireSession`, once more after catching up with the log when the token is unknown:
+ * another server of the same log may have opened the session a moment ago, and a token
+ * it minted is good here at once (issue 46). A token still unknown then is refused as before.
+ */
+async function requireKnownSession(context: ServiceContext, request: SessionRequest): Promise<void> {
+  try {
+    requireSession(context, request);
+    return;
+  } catch (error) {
+    if (!(error instanceof HttpError) || error.status !== 404) throw error;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, catchUpForTokenMs)));
+  await Promise.race([context.follower.catchUp(context.log).catch(() => undefined), late]);
+  clearTimeout(timer);
+  requireSession(context, request);
 }

@@ -1,0 +1,43 @@
+/**
+ * Two `serve` processes on one log (issue 46, item 6): a token minted by one is honoured at
+ * once by the other, even when the other's fold has not caught up with the log yet.
+ */
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { openLog } from "../src/open.js";
+import { createService } from "../src/service/server.js";
+import { call, producerToken } from "./support/serve.js";
+import { openSession, running, stop } from "./support/running.js";
+import { tempDir } from "./support/tmp.js";
+
+const dir = tempDir("turnfold-side-by-side-");
+
+describe("servers side by side agree on tokens", () => {
+  const closers: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+  });
+
+  it("a session opened on one server is reached with its token on the other at once, though the other follows the log only every 5 s", async () => {
+    const db = join(dir, "shared.sqlite");
+    const first = await running(db);
+    closers.push(() => stop(first));
+    // The second follows the log slowly: without a catch-up at the gate it would not know the token for seconds.
+    const log = await openLog(db, { pollMs: 5_000 });
+    const second = await createService({ log, producerToken });
+    const url = await second.listen("127.0.0.1", 0);
+    closers.push(async () => {
+      await second.close();
+      await log.close();
+    });
+    for (let i = 0; i < 5; i++) {
+      const token = await openSession(first, `side-${i}`);
+      const answer = await call(url, "GET", `/v1/sessions/side-${i}/explain/nothing-${i}`, token);
+      expect(answer.body["error"], answer.text).not.toBe("no such session");
+    }
+    // A token nobody minted is still refused, as before.
+    const stranger = await call(url, "GET", "/v1/sessions/side-0/explain/x", "s".repeat(43));
+    expect(stranger.status).toBe(404);
+    expect(stranger.body["error"]).toBe("no such session");
+  }, 30_000);
+});
