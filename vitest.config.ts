@@ -3,6 +3,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts", "properties/**/*.test.ts"],
+    // Real agent hosts: `npm run test:hosts`.
+    exclude: ["test/hosts/**", "**/node_modules/**"],
     setupFiles: ["./properties/setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,

@@ -18,6 +18,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { SubscribeRequestSchema, UnsubscribeRequestSchema, type ServerNotification } from "@modelcontextprotocol/sdk/types.js";
 import type { EventStore } from "../events/store.js";
+import { readPages } from "../events/log.js";
 import type { PushMode } from "./modes.js";
 import { AgentSession, type HandedTurn, type SessionEvent } from "./session.js";
 import { tools, type ToolContext } from "./tools.js";
@@ -55,6 +56,14 @@ export function inboxUri(session: string): string {
   return `turnfold://session/${encodeURIComponent(session)}/inbox`;
 }
 
+/** Whether the log has opened `session` before. */
+async function sessionKnown(log: EventStore, session: string): Promise<boolean> {
+  for await (const page of readPages((o) => log.readPage(o), { type: "session.opened" })) {
+    if (page.some((e) => e.type === "session.opened" && e.session === session)) return true;
+  }
+  return false;
+}
+
 /**
  * How long after the host's `initialized` the session opens on its own when the host
  * asked for nothing yet. A host's health check (`claude mcp list`, `gemini mcp list`)
@@ -65,7 +74,8 @@ export const openAfterMs = 1500;
 /**
  * Starts the server on `transport` (stdio for `turnfold mcp`). The agent session opens at
  * the host's first tool call or resource request, or `openAfterMs` after `initialized`,
- * whichever comes first; a connection that asks nothing and leaves opens none.
+ * whichever comes first, or at `initialized` when the log knows the key (a resumed
+ * conversation); a new key's connection that asks nothing and leaves opens none.
  */
 export async function startMcpServer(options: McpServerOptions, transport: Transport): Promise<RunningMcpServer> {
   let fail!: (error: Error) => void;
@@ -122,6 +132,15 @@ export async function startMcpServer(options: McpServerOptions, transport: Trans
   let timer: NodeJS.Timeout | undefined;
   server.server.oninitialized = () => {
     timer = setTimeout(() => void open().catch(() => undefined), openAfterMs);
+    // A key the log has seen is a conversation resumed, never a health check: it opens at
+    // once, so what waits for it (parked while no server ran) is ready for the host's
+    // first hook.
+    void sessionKnown(options.log, options.session).then(
+      (known) => {
+        if (known && closing === undefined) void open().catch(() => undefined);
+      },
+      () => undefined,
+    );
   };
   await server.connect(transport);
   return {

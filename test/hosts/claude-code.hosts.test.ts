@@ -1,0 +1,140 @@
+/**
+ * Real Claude Code against turnfold (issue 49), with the scripted model: the version
+ * `npm install` picks on this Node, and the newest. Each scenario counts the requests in
+ * which the process's output reached the model new, for the main agent and for
+ * subagents, and runs `replay --verify`, which fails on a turn handed over twice or to a
+ * subagent. Run by `npm run test:hosts`.
+ */
+import { describe, expect, it } from "vitest";
+import { exitLogged, installed, World } from "./harness.js";
+import type { Script } from "./model.js";
+
+const versions = [
+  { name: "as npm install picks it", folder: "claude", spec: "@anthropic-ai/claude-code" },
+  { name: "newest", folder: "claude-latest", spec: "@anthropic-ai/claude-code@latest" },
+];
+
+const printArgs = ["--output-format", "stream-json", "--verbose", "--allowedTools", "mcp__turnfold"];
+
+async function world(bin: string, name: string, script: Script): Promise<World> {
+  const w = await World.create(`claude-${name}`, bin, script, (url) => ({
+    ANTHROPIC_BASE_URL: url,
+    ANTHROPIC_API_KEY: "sk-fake-key",
+    DISABLE_TELEMETRY: "1",
+    DISABLE_ERROR_REPORTING: "1",
+    DISABLE_AUTOUPDATER: "1",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+  }));
+  // As the README says: register the server, then install the hooks in the project.
+  const added = await w.sh("claude", ["mcp", "add", "turnfold", "--", "turnfold", "mcp"]);
+  expect(added.code, added.stderr).toBe(0);
+  const hooks = await w.sh("turnfold", ["hook", "install", "claude-code"]);
+  expect(hooks.code, hooks.stderr).toBe(0);
+  return w;
+}
+
+/** Expects the output to reach the main agent `times` times, no subagent, and the log to verify. */
+async function delivered(w: World, times: number): Promise<void> {
+  const story = await w.story();
+  expect(w.arrivals(), story).toEqual({ main: times, subagent: 0 });
+  const verified = await w.verify();
+  expect(verified.code, verified.stdout + verified.stderr + story).toBe(times === 0 && !(await w.events()).some((e) => e.type === "notification.dispatched") ? 3 : 0);
+}
+
+for (const version of versions) {
+  describe(`Claude Code, ${version.name}`, async () => {
+    const bin = await installed(version.folder, version.spec, "claude");
+
+    it("stop: the Stop hook hands the exit back once", async () => {
+      const w = await world(bin, "stop", { replyDelayMs: 2500 });
+      await w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs]);
+      await delivered(w, 1);
+      await w.close();
+    });
+
+    it("stop-take: told by the Stop hook, the model calls take_notifications, which has nothing more", async () => {
+      const w = await world(bin, "stop-take", { replyDelayMs: 2500, takeOnMarker: true });
+      await w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs]);
+      await delivered(w, 1);
+      await w.close();
+    });
+
+    it("stop-bash: the agent works (Bash sleep 3) while the process exits; its Stop hands it over once", async () => {
+      const w = await world(bin, "stop-bash", { bashSleep: 3 });
+      await w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs, "--allowedTools", "Bash(sleep:*)"]);
+      await delivered(w, 1);
+      await w.close();
+    });
+
+    it("take: the model takes the result itself; the Stop hook hands nothing again", async () => {
+      const w = await world(bin, "take", { takeAfterMs: 2500 });
+      await w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs]);
+      await delivered(w, 1);
+      await w.close();
+    });
+
+    it("early: the agent stops before the exit; nothing is handed to it in that run", async () => {
+      const w = await world(bin, "early", { command: "sleep 8; echo MARKER-$((100+23)); exit 3" });
+      await w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs]);
+      await delivered(w, 0);
+      await w.close();
+    });
+
+    it("prompt: a process that ends while the agent is idle comes with the next prompt, once", async () => {
+      const w = await world(bin, "prompt", { command: "sleep 5; echo MARKER-$((100+23)); exit 3" });
+      const prompts = ["START-BG: run the background job", "Any news about the background job?"];
+      const child = await import("node:child_process");
+      const claude = child.spawn("claude", ["-p", "--input-format", "stream-json", ...printArgs], { cwd: w.project, env: w.env, stdio: ["pipe", "pipe", "pipe"] });
+      let out = "";
+      const results = () =>
+        out.split("\n").filter((line) => {
+          try {
+            return (JSON.parse(line) as { type?: string }).type === "result";
+          } catch {
+            return false;
+          }
+        }).length;
+      claude.stdout.on("data", (d: Buffer) => (out += d.toString()));
+      const send = (text: string) => claude.stdin.write(JSON.stringify({ type: "user", message: { role: "user", content: text } }) + "\n");
+      const until = async (check: () => boolean | Promise<boolean>, ms: number) => {
+        for (const end = Date.now() + ms; Date.now() < end && !(await check()); ) await new Promise((r) => setTimeout(r, 200));
+      };
+      send(prompts[0]!);
+      await until(() => results() >= 1, 120_000);
+      expect(await exitLogged(w, 30_000)).toBe(true);
+      await new Promise((r) => setTimeout(r, 1000));
+      send(prompts[1]!);
+      await until(() => results() >= 2, 120_000);
+      claude.stdin.end();
+      await new Promise((r) => claude.on("close", r));
+      await delivered(w, 1);
+      await w.close();
+    });
+
+    it("resume: a process that outlived its conversation reaches it once when it is resumed", async () => {
+      const w = await world(bin, "resume", { command: "echo MARKER-$((100+23)); sleep 8; exit 3" });
+      const first = await w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs]);
+      const session = /"session_id":"([^"]+)"/.exec(first.stdout)?.[1];
+      expect(session, first.stdout.slice(-2000)).toBeDefined();
+      await w.sh("claude", ["-p", "Any news about the background job?", ...printArgs, "--resume", session!]);
+      await delivered(w, 1);
+      await w.close();
+    });
+
+    it("subagent: a subagent that stops after the main agent's process exited is handed nothing; the main agent is told once", async () => {
+      const w = await world(bin, "subagent", { subagent: true, replyDelayMs: 2500 });
+      await w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs, "--allowedTools", "Agent,Task"]);
+      await delivered(w, 1);
+      await w.close();
+    });
+
+    it("two conversations at once in one project: each gets its own process's exit, once", async () => {
+      const w = await world(bin, "two", { replyDelayMs: 2500 });
+      await Promise.all([w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs]), w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs])]);
+      await delivered(w, 2);
+      const handed = (await w.events()).filter((e) => e.type === "handover.handed").map((e) => (e as { session: string }).session);
+      expect(new Set(handed).size, await w.story()).toBe(2);
+      await w.close();
+    });
+  });
+}
