@@ -228,10 +228,11 @@ describe("replay --verify sees the hand-over (issue 49)", () => {
 });
 
 describe("sessions the host did not mean (issue 49)", () => {
-  it("a health check (connect, list the tools, leave) opens no session", async () => {
+  it("a connection that asks for nothing (a health check, Gemini CLI's server of initialize) opens no session", async () => {
     const at = place();
     const s = await startMcp({ ...at, push: "channel", session: "health" });
     expect((await s.client.listTools()).tools.map((t) => t.name)).toContain("take_notifications");
+    await sleep(2000);
     await s.close();
     const used = await server({ ...at, push: "none", session: "used" });
     await used.call("list_processes");
@@ -241,24 +242,28 @@ describe("sessions the host did not mean (issue 49)", () => {
     expect(cli(["sessions", at.db]).stdout).not.toContain("health");
   });
 
-  it("a second server that would take a live key the host named says so and runs under its own; the hooks reach only the first (defect 4)", async () => {
+  it("a second server that would take a live key the host named says so and runs under its own; while both live the key's hooks hand nothing, then only the first's turns (defect 4)", async () => {
     const at = place();
-    const first = await server({ ...at, push: "none", extra: ["--host", "codex"] });
+    // Gemini CLI names no conversation to its servers: both take the key of the host's process.
+    const first = await server({ ...at, push: "none", env: { GEMINI_CLI: "1", CLAUDE_CODE_SESSION_ID: "" } });
     const a = (await first.call("start_process", { command: "echo MARKER-first" })).structuredContent as { process: string };
-    const second = await server({ ...at, push: "none", extra: ["--host", "codex"] });
+    const second = await server({ ...at, push: "none", env: { GEMINI_CLI: "1", CLAUDE_CODE_SESSION_ID: "" } });
     const b = (await second.call("start_process", { command: "echo MARKER-second" })).structuredContent as { process: string };
     const key = a.process.slice(0, a.process.lastIndexOf("."));
     expect(b.process.startsWith(`${key}-2.`)).toBe(true);
     expect(second.stderr()).toContain("key-busy");
     expect(second.stderr()).toContain(`runs as ${key}-2`);
     for (let i = 0; i < 200 && (await eventsOf(at.db)).filter((e) => e.type === "process.exited").length < 2; i++) await sleep(25);
-    const hook = await cliAsync(["hook", "codex", "--db", at.db], { input: stop("codex-thread"), env: { TURNFOLD_DB: "" } });
-    expect(hook.stdout).toContain("MARKER-first");
-    expect(hook.stdout).not.toContain("MARKER-second");
+    const afterAgent = () => cliAsync(["hook", "gemini-cli", "--db", at.db], { input: JSON.stringify({ session_id: "gemini-chat", hook_event_name: "AfterAgent", stop_hook_active: false }), env: { TURNFOLD_DB: "", GEMINI_CLI: "1", CLAUDE_CODE_SESSION_ID: "", XDG_STATE_HOME: at.stateHome } });
+    // The hooks cannot tell the two conversations apart: while both live, they hand nothing over.
+    expect((await afterAgent()).stdout).toBe("");
     expect(textOf(await second.call("take_notifications"))).toContain("MARKER-second");
     await second.close();
-    // The second closing leaves the first's session open.
+    // The second closing leaves the first's session open, and its hooks work again.
     const closed = (await eventsOf(at.db)).filter((e) => e.type === "session.closed").map((e) => (e as { session: string }).session);
     expect(closed).toEqual([`${key}-2`]);
+    const hook = await afterAgent();
+    expect(hook.stdout).toContain("MARKER-first");
+    expect(hook.stdout).not.toContain("MARKER-second");
   }, 30_000);
 });

@@ -221,16 +221,18 @@ async function hostSession(db: string, host: string, pid: number): Promise<{ eve
   return { events, session: opened.session };
 }
 
-describe("turnfold hook codex and gemini-cli: the server and the hook find one session through the host's process", () => {
-  it("Codex: the server run with --host codex and the Stop hook (through a login shell) share the session; the turn comes back as a block", async () => {
+describe("turnfold hook codex and gemini-cli: the server and the hook find one session", () => {
+  it("Codex: the server run with --host codex and the Stop hook (through a login shell) share the session of Codex's thread; the turn comes back as a block", async () => {
     const db = join(dir, `codex-${n++}.sqlite`);
-    // Codex's hook input names its own thread: not a key the server knows.
+    // Codex names its thread in the tool call's _meta and in the hook's session_id (issue 49).
     const run = hostRun("codex", db, payload("thread-0199", "Stop", { turn_id: "t1", model: "gpt", permission_mode: "default", last_assistant_message: null, stop_hook_active: false }), ["--host", "codex"]);
     expect(run.code, run.stderr).toBe(0);
     const answer = JSON.parse(run.stdout) as { decision: string; reason: string };
     expect(answer.decision).toBe("block");
     expect(answer.reason).toContain("built");
-    const { events, session } = await hostSession(db, "codex", run.pid);
+    const events = await eventsOf(db);
+    const session = "codex-thread-0199";
+    expect(events.filter((e) => e.type === "session.opened").map((e) => (e as { session: string }).session)).toEqual([session]);
     const record = events.find((e) => e.type === "notification.dispatched") as { session: string; consumer: string; members: string[] };
     expect(record).toMatchObject({ session, consumer: "tui-post-turn", members: [run.process] });
     expect(await marks(db, session)).toHaveLength(1);

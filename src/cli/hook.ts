@@ -3,12 +3,12 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Command } from "commander";
-import { agentHosts, sessionFromHost, type AgentHost } from "../mcp/host.js";
+import { agentHosts, codexKey, sessionFromHost, type AgentHost } from "../mcp/host.js";
 import { HookInput, hookEvents, runHook, settingsFiles, withHooks } from "../mcp/hook.js";
 import { formatJson, parseJson, replaceFile, writeTarget } from "./settings-file.js";
 import { openLog } from "../open.js";
 import { InputError, runCommand } from "./io.js";
-import { logTarget, parseSession } from "./mcp.js";
+import { logTarget, parseSession, stateDir } from "./mcp.js";
 
 interface HookOptions {
   db?: string;
@@ -77,9 +77,10 @@ async function answer(host: AgentHost, options: HookOptions): Promise<number> {
   }
   const parsed = HookInput.safeParse(value);
   if (!parsed.success) throw new InputError(`the hook's input on stdin: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(input)"}: ${i.message}`).join("; ")}`);
-  // Claude Code's hooks and servers share its session id; the other hosts' hook session ids
-  // are not what their servers know, so only the host's process can name the session.
-  const session = options.session ?? sessionFromHost(process.env, host) ?? (host === "claude-code" ? parsed.data.session_id : undefined);
+  // Claude Code's hooks and servers share its session id; Codex's hooks get the thread id its
+  // server reads from each tool call; Gemini CLI's hook session ids are not what its servers
+  // know, so only the host's process can name the session.
+  const session = options.session ?? (host === "codex" ? codexKey(parsed.data.session_id) : undefined) ?? sessionFromHost(process.env, host) ?? (host === "claude-code" ? parsed.data.session_id : undefined);
   if (session === undefined) {
     throw new InputError(host === "claude-code" ? "no session: neither --session, CLAUDE_CODE_SESSION_ID nor the hook's session_id names one" : `no session: --session is not given, and no ${host} process was found above this hook (it names the session on Linux only)`);
   }
@@ -88,6 +89,10 @@ async function answer(host: AgentHost, options: HookOptions): Promise<number> {
   if (target === undefined) return 0;
   const log = await openLog(target);
   try {
+    // Several conversations of one host process share this key: which one this hook speaks
+    // for is unknown, so it hands nothing over (see key-lock.ts).
+    const { contested } = await import("../mcp/key-lock.js");
+    if (options.session === undefined && contested(join(stateDir(), "spool", log.logId), session)) return 0;
     // Printed first: only then do the turns count as handed to the agent.
     await runHook(log, session, parsed.data, (line) => new Promise<void>((resolve, reject) => process.stdout.write(line, (error) => (error ? reject(error) : resolve()))), host);
     return 0;

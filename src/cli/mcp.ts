@@ -6,6 +6,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { redactUrl } from "../events/urls.js";
 import { pushModes, type PushMode } from "../mcp/modes.js";
+import type { HeldKey } from "../mcp/key-lock.js";
 import { agentHosts, hostOf, sessionFromHost, sessionKey, type AgentHost } from "../mcp/host.js";
 import { openLog } from "../open.js";
 import { reporter, runCommand, stopSignal, stopped } from "./io.js";
@@ -82,30 +83,35 @@ export function mcpCommand(program: Command): void {
         const signal = stopSignal();
         const target = logTarget(options.db, true)!;
         const log = await openLog(target, { create: true });
-        const asked = options.session ?? sessionFromHost(process.env, options.host) ?? `mcp-${randomBytes(4).toString("hex")}`;
+        const session = options.session ?? sessionFromHost(process.env, options.host) ?? `mcp-${randomBytes(4).toString("hex")}`;
         const say = reporter(false, "turnfold mcp");
         // Loaded here: the SDK is for this command only.
         const [{ startMcpServer }, { StdioServerTransport }] = await Promise.all([import("../mcp/server.js"), import("@modelcontextprotocol/sdk/server/stdio.js")]);
         const spoolRoot = join(stateDir(), "spool", log.logId);
         // A key the host names is one conversation's: a second live server of it (a host
         // running several conversations in one process) takes a key of its own.
-        const [{ holdKey }, { hooksInstalled }] = await Promise.all([import("../mcp/key-lock.js"), import("../mcp/hook.js")]);
-        const held = holdKey(spoolRoot, asked, options.session !== undefined);
-        const session = held.key;
-        if (held.busy !== undefined) {
-          say({ event: "key-busy", asked: held.busy.key, holder: held.busy.pid, session, message: `another live turnfold mcp (pid ${held.busy.pid}) serves ${held.busy.key}; this one runs as ${session}, which the host's hooks do not reach: its turns come from take_notifications` });
-        }
-        const spoolDir = join(spoolRoot, encodeURIComponent(session));
-        // What dead servers of one-off conversations left behind goes (their children's output).
+        const [{ holdKey }, { hooksInstalled }, { codexThreadKey }] = await Promise.all([import("../mcp/key-lock.js"), import("../mcp/hook.js"), import("../mcp/host.js")]);
+        let held: HeldKey | undefined;
+        const place = (key: string) => {
+          held = holdKey(spoolRoot, key, options.session !== undefined);
+          if (held.busy !== undefined) {
+            say({ event: "key-busy", asked: held.busy.key, holder: held.busy.pid, session: held.key, message: `another live turnfold mcp (pid ${held.busy.pid}) serves ${held.busy.key}; this one runs as ${held.key}, which the host's hooks do not reach: its turns come from take_notifications` });
+          }
+          const spoolDir = join(spoolRoot, encodeURIComponent(held.key));
+          // What dead servers of one-off conversations left behind goes (their children's output).
+          sweepSpools(spoolRoot, spoolDir);
+          return { session: held.key, spoolDir };
+        };
         const { sweepSpools } = await import("../mcp/spool.js");
-        sweepSpools(spoolRoot, spoolDir);
+        const keyFromCall = options.session === undefined && options.host === "codex" ? codexThreadKey : undefined;
         const server = await startMcpServer(
           {
             log,
             session,
+            ...(keyFromCall !== undefined ? { keyFromCall } : {}),
             push: options.push,
             pollMs: options.pollMs,
-            spoolDir,
+            place,
             report: (e) => say({ ...e }),
             hooks: hooksInstalled(options.host ?? hostOf(process.env), process.cwd(), homedir()),
             ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}),
@@ -124,13 +130,13 @@ export function mcpCommand(program: Command): void {
         if (outcome !== "stopped") {
           say({ event: "failed", error: outcome.message });
           await server.close().catch(() => undefined);
-          held.release();
+          held?.release();
           await log.close().catch(() => undefined);
           process.stderr.write(`turnfold: ${outcome.message}\n`);
           return 1;
         }
         await server.close();
-        held.release();
+        held?.release();
         await log.close();
         say({ event: "stopped", session });
         return 0;

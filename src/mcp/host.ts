@@ -63,3 +63,22 @@ export function hostOf(env: NodeJS.ProcessEnv): AgentHost | undefined {
   if (env["GEMINI_CLI"] === "1") return "gemini-cli";
   return undefined;
 }
+
+/**
+ * Codex runs several conversations (threads) in one process (`codex app-server`), and names
+ * the thread in each MCP tool call's `_meta` (`x-codex-turn-metadata.session_id`, checked
+ * with Codex 0.171.0) and in each hook's `session_id`: the key of that conversation is
+ * `codex-THREAD`, the same on both sides.
+ */
+export function codexThreadKey(meta: Readonly<Record<string, unknown>> | undefined): string | undefined {
+  const turn = meta?.["x-codex-turn-metadata"];
+  const thread = typeof turn === "object" && turn !== null ? ((turn as Record<string, unknown>)["session_id"] ?? (turn as Record<string, unknown>)["thread_id"]) : undefined;
+  return codexKey(thread);
+}
+
+/** `codex-THREAD` for a thread id that makes a session key, else undefined. */
+export function codexKey(thread: unknown): string | undefined {
+  if (typeof thread !== "string") return undefined;
+  const key = `codex-${thread}`;
+  return sessionKey.test(key) ? key : undefined;
+}

@@ -7,8 +7,13 @@
  * start time, created exclusively) in its log's spool folder, and a second server that
  * would take a live key takes `KEY-2`, `KEY-3`, … instead, and says so. A lock whose
  * process is gone is taken over.
+ *
+ * The hooks of such a host cannot tell its conversations apart either (they derive the
+ * same key), so the second server also marks the key contested: while a server that
+ * stepped aside lives, the hooks of that key hand nothing over (which conversation a hook
+ * speaks for is unknown), and every conversation takes its turns with take_notifications.
  */
-import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { procStat } from "../ledger/process-identity.js";
 
@@ -89,7 +94,26 @@ export function holdKey(root: string, key: string, share: boolean): HeldKey {
         },
       };
     }
-    busy ??= { key, pid: holderOf(file) ?? 0 };
+    if (busy === undefined) {
+      busy = { key, pid: holderOf(file) ?? 0 };
+      appendFileSync(join(folder, "contested"), `${stamp}\n`, { mode: 0o600 });
+    }
   }
   throw new Error(`session key ${JSON.stringify(key)}: 50 live servers hold it and its numbered variants`);
+}
+
+/** Whether a live server stepped aside from `key` under `root` (see above): its hooks then hand nothing over. */
+export function contested(root: string, key: string): boolean {
+  let text: string;
+  try {
+    text = readFileSync(join(root, encodeURIComponent(key), "contested"), "utf8");
+  } catch {
+    return false;
+  }
+  return text.split("\n").some((line) => {
+    const [pid, start] = line.trim().split(" ");
+    if (pid === undefined || pid === "") return false;
+    const running = procStat(Number(pid));
+    return running !== undefined && running.start === start;
+  });
 }

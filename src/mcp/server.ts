@@ -28,12 +28,19 @@ import { z } from "zod";
 /** What `turnfold mcp` runs on. */
 export interface McpServerOptions {
   readonly log: EventStore;
-  /** The session key: a new one for a new conversation, an old one to resume it. */
+  /** The session key: a new one for a new conversation, an old one to resume it (see `keyFromCall`). */
   readonly session: string;
+  /**
+   * For a host that names the conversation in its tool calls' `_meta` (Codex's thread id):
+   * the key that names, read from the first tool call. The session then opens at the first
+   * tool call only, under that key (`session` when the call names none).
+   */
+  readonly keyFromCall?: (meta: Readonly<Record<string, unknown>> | undefined) => string | undefined;
   readonly push: PushMode;
   /** How often the `channel` mode drains, in ms. */
   readonly pollMs: number;
-  readonly spoolDir: string;
+  /** Where the session of `key` keeps its children's output, and the key it runs under (a live server may hold `key` already: see key-lock.ts). */
+  readonly place: (key: string) => { readonly session: string; readonly spoolDir: string };
   readonly report?: (event: SessionEvent | { readonly event: "push-failed"; readonly error: string }) => void;
   readonly outputTail?: number;
   readonly staleAfterMs?: number;
@@ -64,18 +71,13 @@ async function sessionKnown(log: EventStore, session: string): Promise<boolean> 
   return false;
 }
 
-/**
- * How long after the host's `initialized` the session opens on its own when the host
- * asked for nothing yet. A host's health check (`claude mcp list`, `gemini mcp list`)
- * connects and leaves within this, so it opens no session.
- */
-export const openAfterMs = 1500;
 
 /**
  * Starts the server on `transport` (stdio for `turnfold mcp`). The agent session opens at
- * the host's first tool call or resource request, or `openAfterMs` after `initialized`,
- * whichever comes first, or at `initialized` when the log knows the key (a resumed
- * conversation); a new key's connection that asks nothing and leaves opens none.
+ * the host's first tool call or resource request, or at `initialized` when the log knows
+ * the key (a resumed conversation). A connection that never asks for anything opens none:
+ * a host's health check (`claude mcp list`), or the server Gemini CLI's ACP mode starts at
+ * `initialize` beside those of its sessions.
  */
 export async function startMcpServer(options: McpServerOptions, transport: Transport): Promise<RunningMcpServer> {
   let fail!: (error: Error) => void;
@@ -85,11 +87,10 @@ export async function startMcpServer(options: McpServerOptions, transport: Trans
   let opening: Promise<AgentSession> | undefined;
   let closing: Promise<void> | undefined;
   const stops: (() => void)[] = [];
-  const open = (): Promise<AgentSession> =>
+  const open = (meta?: Readonly<Record<string, unknown>>): Promise<AgentSession> =>
     (opening ??= AgentSession.open({
       log: options.log,
-      session: options.session,
-      spoolDir: options.spoolDir,
+      ...options.place(options.keyFromCall?.(meta) ?? options.session),
       ...(options.report ? { report: options.report } : {}),
       ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}),
       ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}),
@@ -124,14 +125,14 @@ export async function startMcpServer(options: McpServerOptions, transport: Trans
   for (const tool of tools) {
     const outputSchema = { message: z.string().describe("The result in words, as the model should read it."), ...tool.output };
     server.registerTool(tool.name, { title: tool.title, description: tool.description(options.push, options.hooks ?? false), inputSchema: tool.input, outputSchema, annotations: tool.annotations }, (async (args: unknown, extra: { signal?: AbortSignal }) => {
-      const context: ToolContext = { agent: await open(), push: options.push, hooks: options.hooks ?? false };
+      const context: ToolContext = { agent: await open((extra as { _meta?: Record<string, unknown> })._meta), push: options.push, hooks: options.hooks ?? false };
       return tool.run(args as never, context, extra);
     }) as never);
   }
   const inbox = options.push === "resource" ? resourceInbox(server, open, options) : undefined;
-  let timer: NodeJS.Timeout | undefined;
   server.server.oninitialized = () => {
-    timer = setTimeout(() => void open().catch(() => undefined), openAfterMs);
+    // A host that names the conversation in its calls: the key is known at the first call.
+    if (options.keyFromCall !== undefined) return;
     // A key the log has seen is a conversation resumed, never a health check: it opens at
     // once, so what waits for it (parked while no server ran) is ready for the host's
     // first hook.
@@ -148,7 +149,6 @@ export async function startMcpServer(options: McpServerOptions, transport: Trans
     failed,
     close: () =>
       (closing ??= (async () => {
-        clearTimeout(timer);
         for (const stop of stops) stop();
         const opened = opening === undefined ? undefined : await opening.catch(() => undefined);
         await opened?.close();

@@ -130,8 +130,9 @@ for (const version of versions) {
 
     it("two conversations at once in one project: each gets its own process's exit, once", async () => {
       const w = await world(bin, "two", { replyDelayMs: 2500 });
-      await Promise.all([w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs]), w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs])]);
+      await Promise.all([w.sh("claude", ["-p", "START-BG: one", ...printArgs]), w.sh("claude", ["-p", "START-BG: two", ...printArgs])]);
       await delivered(w, 2);
+      expect(w.crossed(), await w.story()).toEqual([]);
       const handed = (await w.events()).filter((e) => e.type === "handover.handed").map((e) => (e as { session: string }).session);
       expect(new Set(handed).size, await w.story()).toBe(2);
       await w.close();

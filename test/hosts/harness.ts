@@ -117,6 +117,13 @@ export class World {
     return { main: agent.filter((e) => !e.subagent).length, subagent: agent.filter((e) => e.subagent).length };
   }
 
+  /** Requests of one conversation that carried another conversation's output (`MARKER-123 TAG` of another tag). */
+  crossed(): string[] {
+    return this.model.exchanges
+      .filter((e) => e.agent && e.markerNew > 0)
+      .flatMap((e) => [...e.fresh.matchAll(/MARKER-123 ([A-Za-z0-9]+)/g)].map((m) => m[1]).filter((tag) => tag !== e.tag).map((tag) => `conversation ${e.tag} got ${tag}'s output`));
+  }
+
   /** A line that says what happened, for a failing expectation. */
   async story(): Promise<string> {
     const events = (await this.events()).filter((e) => e.type !== "process.output").map((e) => `${e.seq} ${e.type}${"session" in e ? ` ${String(e.session)}` : ""}${e.type === "handover.claimed" ? ` ${JSON.stringify(e.by)}` : ""}`);

@@ -24,6 +24,7 @@ const trigger = "START-BG";
 
 /** What a scenario asks of the model. */
 export interface Script {
+  /** The command to start; `{tag}` becomes the prompt's first word after the trigger (so each conversation's output names it). */
   readonly command?: string;
   /** Wait before ending the turn that follows the start. */
   readonly replyDelayMs?: number;
@@ -61,7 +62,16 @@ export interface Exchange {
   /** How many times the marker appears in what was sent since the model last spoke. */
   readonly markerNew: number;
   readonly subagent: boolean;
+  /** The tag of the conversation's prompt (its first word after the trigger), and what was sent since the model last spoke. */
+  readonly tag: string | undefined;
+  readonly fresh: string;
   readonly answer: readonly Out[];
+}
+
+/** The first word after the trigger in a conversation's prompt. */
+function tagOf(messages: readonly Message[]): string | undefined {
+  const prompt = messages.find((m) => m.role === "user" && m.text.includes(trigger))?.text;
+  return prompt === undefined ? undefined : /START-BG:?\s*([A-Za-z0-9]+)/.exec(prompt)?.[1];
 }
 
 let counter = 0;
@@ -114,7 +124,8 @@ function decide(script: Script, conversation: Conversation): { rule: string; out
   if (promptAt >= 0 && !calledSincePrompt((n) => n.endsWith("start_process"))) {
     const searched = calledSincePrompt((n) => n === "ToolSearch");
     const startTool = conversation.tools.find((t) => t.name === start);
-    if (start !== undefined && (!startTool!.deferred || searched)) return { rule: "prompt: start", out: call(start, { command: script.command ?? "sleep 1; echo MARKER-$((100+23)); exit 3" }), subagent: false };
+    const command = (script.command ?? "sleep 1; echo MARKER-$((100+23)) {tag}; exit 3").replaceAll("{tag}", tagOf(messages) ?? "");
+    if (start !== undefined && (!startTool!.deferred || searched)) return { rule: "prompt: start", out: call(start, { command }), subagent: false };
     if (names.includes("ToolSearch") && !searched) return { rule: "prompt: tool search", out: call("ToolSearch", { query: "select:mcp__turnfold__start_process,mcp__turnfold__take_notifications" }), subagent: false };
     if (names.includes("WaitForMcpServers") && !calledSincePrompt((n) => n === "WaitForMcpServers")) return { rule: "prompt: wait for mcp", out: call("WaitForMcpServers", { servers: ["turnfold"] }), subagent: false };
     return { rule: "prompt: no start tool", out: text("I have no turnfold start tool."), subagent: false };
@@ -294,7 +305,8 @@ export async function startModel(script: Script): Promise<FakeModel> {
   const exchanges: Exchange[] = [];
   const run = async (path: string, conversation: Conversation) => {
     const decided = decide(script, conversation);
-    exchanges.push({ at: Date.now(), path, agent: conversation.tools.length > 0, rule: decided.rule, markerNew: occurrences(sinceModel(conversation.messages), marker), subagent: decided.subagent, answer: decided.out });
+    const fresh = sinceModel(conversation.messages);
+    exchanges.push({ at: Date.now(), path, agent: conversation.tools.length > 0, rule: decided.rule, markerNew: occurrences(fresh, marker), subagent: decided.subagent, tag: tagOf(conversation.messages), fresh: fresh.slice(0, 4000), answer: decided.out });
     if (decided.delayMs) await new Promise((resolve) => setTimeout(resolve, decided.delayMs));
     return decided.out;
   };
