@@ -6,6 +6,7 @@ import { postgresBench } from "./postgres.js";
 import { serviceBench } from "./service.js";
 import { mcpBench } from "./mcp.js";
 import { livePathBench } from "./live-path.js";
+import { hookBench } from "./hook.js";
 
 const rows: Row[] = [];
 process.stderr.write("measuring append …\n");
@@ -20,4 +21,6 @@ process.stderr.write("measuring the live path end to end, 1,000 sessions, SQLite
 rows.push(...(await livePathBench()));
 process.stderr.write("measuring turnfold mcp (exit → channel notification) …\n");
 rows.push(...(await mcpBench()));
+process.stderr.write("measuring the Stop hook's answer, with its server and without (logs of 10^3 and 10^5 events) …\n");
+rows.push(...(await hookBench()));
 printTable(rows);

@@ -4,12 +4,14 @@
  * real `turnfold mcp` servers (the SDK's client over stdio), real `turnfold hook`
  * processes, one SQLite log.
  */
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { readAll } from "../src/events/log.js";
 import type { Stored, TurnfoldEvent } from "../src/events/schema.js";
 import { holder } from "../src/mcp/handover.js";
+import { answerThroughServer, askServer, hookSocketPath } from "../src/mcp/hook-socket.js";
 import { HookInput, runHook } from "../src/mcp/hook.js";
 import { openLog } from "../src/open.js";
 import { cli, cliAsync } from "./support/cli.js";
@@ -266,4 +268,61 @@ describe("sessions the host did not mean (issue 49)", () => {
     expect(hook.stdout).toContain("MARKER-first");
     expect(hook.stdout).not.toContain("MARKER-second");
   }, 30_000);
+});
+
+describe("the hook asks before it folds (issue 46, item 2)", () => {
+  it("with its server running, a hook's drain is the server's: the same turn, recorded once", async () => {
+    const at = place();
+    const s = await server({ ...at, push: "none", session: "ask1" });
+    const id = ((await s.call("start_process", { command: "echo MARKER-asked; exit 3" })).structuredContent as { process: string }).process;
+    for (let i = 0; i < 200 && !(await eventsOf(at.db)).some((e) => e.type === "process.exited" && e.process === id); i++) await sleep(25);
+    const socket = hookSocketPath(join(at.stateHome, "turnfold"), at.db, "ask1");
+    // The server drains when asked, and answers once the turn is recorded.
+    expect(await askServer(socket, "tui-post-turn")).toBe(true);
+    const records = (await eventsOf(at.db)).filter((e) => e.type === "notification.dispatched");
+    expect(records.map((e) => (e as { members: string[] }).members)).toEqual([[id]]);
+    // A hook that drains nothing itself (stop_hook_active) hands that turn over.
+    const hook = await cliAsync(["hook", "claude-code", "--db", at.db], { input: stop("ask1", { stop_hook_active: true }), env: { CLAUDE_CODE_SESSION_ID: "ask1", XDG_STATE_HOME: at.stateHome, TURNFOLD_DB: "" } });
+    expect(hook.stdout).toContain("MARKER-asked");
+    // And a Stop hook with its server running is answered by the server, whole: the next
+    // turn, recorded once, claimed by the hook's event and handed when the hook printed it.
+    const next = ((await s.call("start_process", { command: "echo MARKER-second-ask" })).structuredContent as { process: string }).process;
+    for (let i = 0; i < 200 && !(await eventsOf(at.db)).some((e) => e.type === "process.exited" && e.process === next); i++) await sleep(25);
+    const stopHook = await cliAsync(["hook", "claude-code", "--db", at.db], { input: stop("ask1"), env: { CLAUDE_CODE_SESSION_ID: "ask1", XDG_STATE_HOME: at.stateHome, TURNFOLD_DB: "" } });
+    expect(stopHook.stdout).toContain("MARKER-second-ask");
+    await s.close();
+    const events = await eventsOf(at.db);
+    expect(events.filter((e) => e.type === "notification.dispatched")).toHaveLength(2);
+    expect(handedEvents(events)).toHaveLength(2);
+    const claims = events.filter((e) => e.type === "handover.claimed").map((e) => (e as { by: { via: string; hostEvent: string } }).by);
+    expect(claims).toMatchObject([{ via: "hook", hostEvent: "Stop" }, { via: "hook", hostEvent: "Stop" }]);
+    expect(cli(["replay", at.db, "--verify"]).code).toBe(0);
+  }, 30_000);
+
+  it("a hook answered by its server that cannot print frees the turn at once: the next hook hands it over", async () => {
+    const at = place();
+    const s = await server({ ...at, push: "none", session: "ask3" });
+    const id = ((await s.call("start_process", { command: "echo MARKER-unprinted" })).structuredContent as { process: string }).process;
+    for (let i = 0; i < 200 && !(await eventsOf(at.db)).some((e) => e.type === "process.exited" && e.process === id); i++) await sleep(25);
+    const socket = hookSocketPath(join(at.stateHome, "turnfold"), at.db, "ask3");
+    await expect(answerThroughServer(socket, JSON.parse(stop("ask3")), "claude-code", async () => Promise.reject(new Error("EPIPE")))).rejects.toThrow("EPIPE");
+    for (let i = 0; i < 100 && !(await eventsOf(at.db)).some((e) => e.type === "handover.released"); i++) await sleep(20);
+    let printed = "";
+    expect(await answerThroughServer(socket, JSON.parse(stop("ask3")), "claude-code", async (line) => void (printed = line))).toBe("answered");
+    expect(printed).toContain("MARKER-unprinted");
+    await s.close();
+    expect((await eventsOf(at.db)).filter((e) => e.type.startsWith("handover.")).map((e) => e.type)).toEqual(["handover.claimed", "handover.released", "handover.claimed", "handover.handed"]);
+  }, 30_000);
+
+  it("with no server, or a socket nobody answers, the hook folds for itself and hands the turn over", async () => {
+    const db = await logWith("ask2", "MARKER-alone");
+    const stateHome = join(dir, `state-ask2`);
+    const socket = hookSocketPath(join(stateHome, "turnfold"), db, "ask2");
+    expect(await askServer(socket, "tui-post-turn", 2000)).toBe(false);
+    mkdirSync(join(socket, ".."), { recursive: true });
+    writeFileSync(socket, "not a socket");
+    expect(await askServer(socket, "tui-post-turn", 2000)).toBe(false);
+    const hook = await cliAsync(["hook", "claude-code", "--db", db], { input: stop("ask2"), env: { CLAUDE_CODE_SESSION_ID: "ask2", XDG_STATE_HOME: stateHome, TURNFOLD_DB: "" } });
+    expect(hook.stdout).toContain("MARKER-alone");
+  });
 });

@@ -4,9 +4,8 @@ import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Command } from "commander";
 import { agentHosts, codexKey, sessionFromHost, type AgentHost } from "../mcp/host.js";
-import { HookInput, hookEvents, runHook, settingsFiles, withHooks } from "../mcp/hook.js";
+import { hookEvents, settingsFiles } from "../mcp/hook-hosts.js";
 import { formatJson, parseJson, replaceFile, writeTarget } from "./settings-file.js";
-import { openLog } from "../open.js";
 import { InputError, runCommand } from "./io.js";
 import { logTarget, parseSession, stateDir } from "./mcp.js";
 
@@ -55,7 +54,7 @@ export function hookCommands(program: Command): void {
         if (options.project && options.user) throw new InputError("install: choose --project or --user, not both");
         const known = host as AgentHost;
         const file = join(options.user ? homedir() : process.cwd(), settingsFiles[known]);
-        install(file, options.command ?? `turnfold hook ${known}`, known);
+        await install(file, options.command ?? `turnfold hook ${known}`, known);
         return 0;
       }),
     );
@@ -67,6 +66,9 @@ async function readStdin(): Promise<string> {
   return text;
 }
 
+/** Writes a hook's answer to stdout, resolving once it is out. */
+const print = (line: string) => new Promise<void>((resolve, reject) => process.stdout.write(line, (error) => (error ? reject(error) : resolve())));
+
 async function answer(host: AgentHost, options: HookOptions): Promise<number> {
   const raw = await readStdin();
   let value: unknown;
@@ -75,33 +77,45 @@ async function answer(host: AgentHost, options: HookOptions): Promise<number> {
   } catch (error) {
     throw new InputError(`the hook's input on stdin is not JSON (${(error as Error).message})`);
   }
-  const parsed = HookInput.safeParse(value);
-  if (!parsed.success) throw new InputError(`the hook's input on stdin: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(input)"}: ${i.message}`).join("; ")}`);
+  const given = typeof value === "object" && value !== null ? (value as Record<string, unknown>)["session_id"] : undefined;
+  const sessionId = typeof given === "string" && given !== "" ? given : undefined;
   // Claude Code's hooks and servers share its session id; Codex's hooks get the thread id its
   // server reads from each tool call; Gemini CLI's hook session ids are not what its servers
   // know, so only the host's process can name the session.
-  const session = options.session ?? (host === "codex" ? codexKey(parsed.data.session_id) : undefined) ?? sessionFromHost(process.env, host) ?? (host === "claude-code" ? parsed.data.session_id : undefined);
+  const session = options.session ?? (host === "codex" ? codexKey(sessionId) : undefined) ?? sessionFromHost(process.env, host) ?? (host === "claude-code" ? sessionId : undefined);
+  const target = logTarget(options.db, false);
+  // The session's running server answers the whole hook, with the fold it holds: this
+  // process then loads no database and folds nothing (hook-socket.ts).
+  if (session !== undefined && target !== undefined) {
+    const { answerThroughServer, hookSocketPath } = await import("../mcp/hook-socket.js");
+    if ((await answerThroughServer(hookSocketPath(stateDir(), target, session), value, host, print)) === "answered") return 0;
+  }
+  const { HookInput, runHook } = await import("../mcp/hook.js");
+  const parsed = HookInput.safeParse(value);
+  if (!parsed.success) throw new InputError(`the hook's input on stdin: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(input)"}: ${i.message}`).join("; ")}`);
   if (session === undefined) {
     throw new InputError(host === "claude-code" ? "no session: neither --session, CLAUDE_CODE_SESSION_ID nor the hook's session_id names one" : `no session: --session is not given, and no ${host} process was found above this hook (it names the session on Linux only)`);
   }
-  const target = logTarget(options.db, false);
   // No log yet: no background work was ever started, so there is nothing to hand over.
   if (target === undefined) return 0;
+  const { openLog } = await import("../open.js");
   const log = await openLog(target);
   try {
     // Several conversations of one host process share this key: which one this hook speaks
     // for is unknown, so it hands nothing over (see key-lock.ts).
     const { contested } = await import("../mcp/key-lock.js");
     if (options.session === undefined && contested(join(stateDir(), "spool", log.logId), session)) return 0;
-    // Printed first: only then do the turns count as handed to the agent.
-    await runHook(log, session, parsed.data, (line) => new Promise<void>((resolve, reject) => process.stdout.write(line, (error) => (error ? reject(error) : resolve()))), host);
+    // No server answered: this hook folds the log itself. Printed first: only then do the
+    // turns count as handed to the agent.
+    await runHook(log, session, parsed.data, print, host);
     return 0;
   } finally {
     await log.close();
   }
 }
 
-function install(file: string, command: string, host: AgentHost): void {
+async function install(file: string, command: string, host: AgentHost): Promise<void> {
+  const { withHooks } = await import("../mcp/hook.js");
   let settings: Record<string, unknown> = {};
   if (existsSync(file)) {
     const text = readFileSync(file, "utf8");

@@ -8,7 +8,6 @@ import { redactUrl } from "../events/urls.js";
 import { pushModes, type PushMode } from "../mcp/modes.js";
 import type { HeldKey } from "../mcp/key-lock.js";
 import { agentHosts, hostOf, sessionFromHost, sessionKey, type AgentHost } from "../mcp/host.js";
-import { openLog } from "../open.js";
 import { reporter, runCommand, stopSignal, stopped } from "./io.js";
 import { outputTailOption, parseDuration, positiveInt, staleAfterOption } from "./options.js";
 
@@ -82,6 +81,7 @@ export function mcpCommand(program: Command): void {
       runCommand(async () => {
         const signal = stopSignal();
         const target = logTarget(options.db, true)!;
+        const { openLog } = await import("../open.js");
         const log = await openLog(target, { create: true });
         const session = options.session ?? sessionFromHost(process.env, options.host) ?? `mcp-${randomBytes(4).toString("hex")}`;
         const say = reporter(false, "turnfold mcp");
@@ -90,7 +90,7 @@ export function mcpCommand(program: Command): void {
         const spoolRoot = join(stateDir(), "spool", log.logId);
         // A key the host names is one conversation's: a second live server of it (a host
         // running several conversations in one process) takes a key of its own.
-        const [{ holdKey }, { hooksInstalled }, { codexThreadKey }] = await Promise.all([import("../mcp/key-lock.js"), import("../mcp/hook.js"), import("../mcp/host.js")]);
+        const [{ holdKey, contested }, { hooksInstalled }, { codexThreadKey }, { hookSocketPath }] = await Promise.all([import("../mcp/key-lock.js"), import("../mcp/hook.js"), import("../mcp/host.js"), import("../mcp/hook-socket.js")]);
         let held: HeldKey | undefined;
         const place = (key: string) => {
           held = holdKey(spoolRoot, key, options.session !== undefined);
@@ -114,6 +114,8 @@ export function mcpCommand(program: Command): void {
             place,
             report: (e) => say({ ...e }),
             hooks: hooksInstalled(options.host ?? hostOf(process.env), process.cwd(), homedir()),
+            hookSocket: (key) => hookSocketPath(stateDir(), target, key),
+            hooksMayHand: (key) => !contested(spoolRoot, key),
             ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}),
             ...(options.staleAfter !== undefined ? { staleAfterMs: options.staleAfter } : {}),
             ...(options.giveUpAfter !== undefined ? { giveUpAfterMs: options.giveUpAfter } : {}),

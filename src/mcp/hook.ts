@@ -23,14 +23,13 @@
  * after its answer was written: a hook that fails or is cut off frees it again.
  */
 import type { StoredDispatch } from "../projections/dispatch-record.js";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { z } from "zod";
 import type { DrainConsumer } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
-import { liveTurns } from "../projections/live.js";
 import type { AgentHost } from "./host.js";
-import { handOver, holder } from "./handover.js";
+import { claimTurns, holder, settleClaim, type Claim } from "./handover.js";
+import { hookEvents, hostHooks } from "./hook-hosts.js";
+export { hookEvents, hooksInstalled, settingsFiles } from "./hook-hosts.js";
 
 /** The fields of a hook's input that turnfold reads (the three hosts share them); the rest is kept out of the way. */
 export const HookInput = z.looseObject({
@@ -40,50 +39,6 @@ export const HookInput = z.looseObject({
 });
 export type HookInput = z.infer<typeof HookInput>;
 
-/** What each host calls the two moments, and how it is told to go on with a turn. */
-interface HostHooks {
-  readonly turnEnded: readonly string[];
-  readonly promptSent: string;
-  /** The decision that makes the agent go on with `reason` as its next prompt. */
-  readonly goOn: string;
-}
-
-const hostHooks: Record<AgentHost, HostHooks> = {
-  "claude-code": { turnEnded: ["Stop"], promptSent: "UserPromptSubmit", goOn: "block" },
-  codex: { turnEnded: ["Stop"], promptSent: "UserPromptSubmit", goOn: "block" },
-  "gemini-cli": { turnEnded: ["AfterAgent"], promptSent: "BeforeAgent", goOn: "deny" },
-};
-
-/** Where each host keeps its hooks, under a project's folder or the user's home (`hook install` writes there). */
-export const settingsFiles: Record<AgentHost, string> = {
-  "claude-code": join(".claude", "settings.json"),
-  codex: join(".codex", "hooks.json"),
-  "gemini-cli": join(".gemini", "settings.json"),
-};
-
-/**
- * Whether `host` (any of them when unknown) runs turnfold's hooks for a project in `cwd`:
- * its project or user settings name a `turnfold hook` command. A file that cannot be read
- * counts as no.
- */
-export function hooksInstalled(host: AgentHost | undefined, cwd: string, home: string): boolean {
-  const hosts = host === undefined ? (Object.keys(settingsFiles) as AgentHost[]) : [host];
-  for (const known of hosts) {
-    for (const base of [cwd, home]) {
-      try {
-        if (readFileSync(join(base, settingsFiles[known]), "utf8").includes("turnfold hook")) return true;
-      } catch {
-        // no such file, or not ours to read
-      }
-    }
-  }
-  return false;
-}
-
-/** The hook events turnfold answers for a host. */
-export function hookEvents(host: AgentHost): readonly string[] {
-  return [...hostHooks[host].turnEnded, hostHooks[host].promptSent];
-}
 
 /** The hook events that end a subagent's turn, never the main agent's. */
 const subagentStops = new Set(["SubagentStop"]);
@@ -100,7 +55,9 @@ function recipientOf(input: HookInput): string | null {
  * as every runner on a log may); when this session has items ready, appends one drain and
  * waits until its turns are recorded.
  */
-function drainIfReady(log: EventStore, session: string, consumer: DrainConsumer, timeoutMs: number): Promise<void> {
+async function drainIfReady(log: EventStore, session: string, consumer: DrainConsumer, timeoutMs: number): Promise<void> {
+  // Loaded here: a hook whose server drains for it never folds, and never pays for the fold's code.
+  const { liveTurns } = await import("../projections/live.js");
   return new Promise<void>((resolve, reject) => {
     let target: number | undefined;
     let drained = false;
@@ -158,29 +115,53 @@ function planOf(input: HookInput, host: AgentHost): HookPlan | undefined {
   return undefined;
 }
 
+/** A hook's answer, claimed and not yet written: the line, and the claim to settle once it is out. */
+export interface ClaimedAnswer {
+  readonly line: string;
+  readonly taken: Claim;
+}
+
 /**
- * Answers one hook of `host`: drains when its moment calls for it, claims what waits (see
- * handover.ts: another hook or the server handing over at the same moment gets none of
- * it), writes the answer (`write` resolves once it is out), and records the hand-over;
- * a write that fails frees the turns again. Returns what it wrote ("" for nothing).
+ * The first half of a hook's answer: drains when its moment calls for it (with `drain`),
+ * and claims what waits (see handover.ts: another hook or the server handing over at the
+ * same moment gets none of it). Undefined when there is nothing to say. The caller writes
+ * `line`, then settles the claim: handed once written, released when the write failed.
  */
-export async function runHook(log: EventStore, session: string, input: HookInput, write: (line: string) => Promise<void>, host: AgentHost = "claude-code"): Promise<string> {
+export async function claimHookAnswer(log: EventStore, session: string, input: HookInput, host: AgentHost, drain: (consumer: DrainConsumer) => Promise<void>): Promise<ClaimedAnswer | undefined> {
   const plan = planOf(input, host);
-  if (plan === undefined) return "";
-  if (plan.drain !== undefined) await drainIfReady(log, session, plan.drain, 20_000);
-  let line = "";
-  const by = holder("hook", input.hook_event_name, recipientOf(input));
-  await handOver(
-    log,
-    session,
-    by,
-    async (records) => {
-      line = JSON.stringify(plan.answer(records)) + "\n";
-      await write(line);
-    },
-    plan.limit !== undefined ? { limit: plan.limit } : {},
-  );
-  return line;
+  if (plan === undefined) return undefined;
+  if (plan.drain !== undefined) await drain(plan.drain);
+  const taken = await claimTurns(log, session, holder("hook", input.hook_event_name, recipientOf(input)), plan.limit !== undefined ? { limit: plan.limit } : {});
+  return taken === undefined ? undefined : { line: JSON.stringify(plan.answer(taken.records)) + "\n", taken };
+}
+
+/**
+ * Answers one hook of `host` in this process: drains (asking the session's running server
+ * first, when `ask` is given, else folding the log here), claims, writes the answer
+ * (`write` resolves once it is out), and records the hand-over; a write that fails frees
+ * the turns again. Returns what it wrote ("" for nothing).
+ */
+export async function runHook(
+  log: EventStore,
+  session: string,
+  input: HookInput,
+  write: (line: string) => Promise<void>,
+  host: AgentHost = "claude-code",
+  /** Asks the session's running server to drain (hook-socket.ts): true once it did. */
+  ask?: (consumer: DrainConsumer) => Promise<boolean>,
+): Promise<string> {
+  const answer = await claimHookAnswer(log, session, input, host, async (consumer) => {
+    if (!(await ask?.(consumer).catch(() => false))) await drainIfReady(log, session, consumer, 20_000);
+  });
+  if (answer === undefined) return "";
+  try {
+    await write(answer.line);
+  } catch (error) {
+    await settleClaim(log, answer.taken, "released").catch(() => undefined);
+    throw error;
+  }
+  await settleClaim(log, answer.taken, "handed");
+  return answer.line;
 }
 
 /** A hook entry of a host's settings: a group of commands (events like Stop take no matcher). */

@@ -21,6 +21,7 @@ import type { EventStore } from "../events/store.js";
 import { readPages } from "../events/log.js";
 import type { PushMode } from "./modes.js";
 import { AgentSession, type HandedTurn, type SessionEvent } from "./session.js";
+import { serveHooks } from "./hook-server.js";
 import { tools, type ToolContext } from "./tools.js";
 import { z } from "zod";
 
@@ -47,6 +48,10 @@ export interface McpServerOptions {
   readonly giveUpAfterMs?: number;
   /** Whether the host runs turnfold's hooks (the model is then told that results come back at its stops). */
   readonly hooks?: boolean;
+  /** Where the session of `key` answers its hooks (hook-socket.ts); none: it does not. */
+  readonly hookSocket?: (key: string) => string;
+  /** Whether the hooks of `key` may hand anything over now (not while the key is contested: key-lock.ts). */
+  readonly hooksMayHand?: (key: string) => boolean;
 }
 
 /** A running server: `close()` ends its session and its children. */
@@ -96,12 +101,22 @@ export async function startMcpServer(options: McpServerOptions, transport: Trans
       ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}),
       ...(options.giveUpAfterMs !== undefined ? { giveUpAfterMs: options.giveUpAfterMs } : {}),
     }).then(
-      (opened) => {
+      async (opened) => {
         agent = opened;
         opened.failed.catch(fail);
         if (closing === undefined) {
           if (options.push === "channel") stops.push(channelPush(server, opened, options));
           if (options.push === "resource") stops.push(announceInbox(opened, inbox));
+          if (options.hookSocket !== undefined) {
+            // A socket that cannot be made costs the hooks only their shortcut: they fold for themselves.
+            const hooks = await serveHooks(options.hookSocket(opened.session), {
+              log: options.log,
+              session: opened.session,
+              drain: (consumer) => opened.drainFor(consumer),
+              mayHand: () => options.hooksMayHand?.(opened.session) ?? true,
+            }).catch(() => undefined);
+            if (hooks !== undefined) stops.push(() => hooks.close());
+          }
         }
         return opened;
       },

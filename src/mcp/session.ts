@@ -18,7 +18,7 @@ import { liveTurns, type LiveView } from "../projections/live.js";
 import type { ReadyItem, Turn } from "../projections/project.js";
 import { Supervisor, type ExitResult, type LogPage, type WaitResult } from "../supervisor/supervisor.js";
 import { handOver, holder, waitingRecords } from "./handover.js";
-import type { HandoverHolder } from "../events/schema.js";
+import type { DrainConsumer, HandoverHolder } from "../events/schema.js";
 import { readHistory, reportLost } from "./recovery.js";
 import { OutputSpool } from "./spool.js";
 
@@ -295,6 +295,23 @@ export class AgentSession {
     });
     this.#waiting = await waitingRecords(this.#log, this.session);
     return turns;
+  }
+
+  /**
+   * Drains for a hook of this session (see hook-socket.ts): after the runner has caught up
+   * with the log, appends a drain by `consumer` when anything is ready, and resolves once
+   * its turns are recorded. In line with the hand-overs, one at a time.
+   */
+  drainFor(consumer: DrainConsumer): Promise<void> {
+    const next = this.#queue.then(async () => {
+      await this.#supervisor.flush();
+      await this.#caughtUp(await this.#log.lastSeq());
+      if (this.#ready.length === 0) return;
+      const [seq] = await this.#log.append([{ type: "drain", at: Date.now(), session: this.session, consumer }]);
+      await this.#caughtUp(seq!);
+    });
+    this.#queue = next.catch(() => undefined);
+    return next;
   }
 
   /** Looks again at what waits to be handed over (another process may have released or left something). */
