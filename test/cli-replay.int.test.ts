@@ -44,7 +44,7 @@ describe("turnfold replay", () => {
     for (const name of ["backlog", "cli", "mixed", "gateway", "restarts"]) {
       const ok = cli(["replay", example(name), "--verify"]);
       expect(ok.code, name).toBe(0);
-      expect(ok.stdout).toMatch(/recorded dispatches match/);
+      expect(ok.stdout).toMatch(/recorded dispatch(es)? match/);
     }
     const lines = readFileSync(example("mixed"), "utf8").trim().split("\n");
     const index = lines.findIndex((l) => l.includes('"kind":"watch"'));
@@ -209,5 +209,56 @@ describe("turnfold report", () => {
     const bad = cli(["replay", example("backlog"), "--budget", "three"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("CAPACITY/REFILL_MS");
+  });
+});
+
+describe("small things a new user met (issue 48)", () => {
+  it("a file that is not JSONL at all (an image, a Markdown page) is told so in one line, with the count", () => {
+    const png = join(dir, "picture.png");
+    writeFileSync(png, Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from("\nabc\ndef\n")]));
+    const run = cli(["replay", png]);
+    expect(run.code).toBe(1);
+    expect(run.stderr.trim().split("\n")).toHaveLength(1);
+    expect(run.stderr).toMatch(/picture\.png is not JSONL \(one JSON event per line\): \d+ lines are not JSON, starting at line 1/);
+  });
+
+  it("a JSON array gets a hint that turnfold reads one event per line", () => {
+    const array = join(dir, "events.json");
+    writeFileSync(array, JSON.stringify([{ type: "session.opened", at: 1, session: "s", surface: "cli" }], null, 2));
+    const run = cli(["replay", array]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("It looks like one JSON array: turnfold reads one event per line (JSONL)");
+  });
+
+  it("demo without --db does not print the path of the log it deletes; one dispatch is said in the singular", () => {
+    const run = cli(["demo"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("logged to a temporary log, removed when the demo ends");
+    expect(run.stdout).not.toMatch(/turnfold-demo-\w+/);
+    // examples/backlog.jsonl holds one record.
+    expect(cli(["replay", example("backlog"), "--verify"]).stdout).toContain("the one recorded dispatch matches its re-derived turn");
+  });
+});
+
+describe("one CLI shape (issue 48)", () => {
+  it("the commands that read a log take it as the argument, as --db, or from TURNFOLD_DB", () => {
+    const log = example("backlog");
+    expect(cli(["replay", "--db", log, "--verify"]).stdout).toContain("recorded dispatch matches");
+    expect(cli(["sessions"], { env: { TURNFOLD_DB: log } }).stdout).toMatch(/^session\s+surface/);
+    expect(cli(["items", "--db", log]).stdout).toContain("p1");
+    expect(cli(["explain", "p1"], { env: { TURNFOLD_DB: log } }).stdout).toMatch(/^p1: \d+ events/);
+    expect(cli(["explain", log, "p1"], { env: { TURNFOLD_DB: "" } }).stdout).toMatch(/^p1: \d+ events/);
+    const report = join(dir, "shape.html");
+    expect(cli(["report", "--db", log, "-o", report]).code).toBe(0);
+  });
+
+  it("a usage error is the error and one line that says where help is, not the whole help", () => {
+    for (const args of [["replay", "--frobnicate", example("backlog")], ["replay"], ["replay", example("backlog"), "--db", join(dir, "other.sqlite")]]) {
+      const run = cli(args, { env: { TURNFOLD_DB: "" } });
+      expect(run.code, args.join(" ")).toBe(2);
+      const lines = run.stderr.trim().split("\n");
+      expect(lines.length, run.stderr).toBeLessThanOrEqual(2);
+      expect(lines.at(-1)).toContain("--help");
+    }
   });
 });

@@ -380,7 +380,8 @@ describe("turnfold mcp, edges", () => {
     const s = await server({ ...at, push: "none" });
     const cases: [string, Record<string, unknown>, RegExp][] = [
       ["start_process", {}, /command.*required|required.*command/],
-      ["start_process", { command: "" }, /non-empty/],
+      ["start_process", { command: "" }, /command to run must not be empty/],
+      ["start_process", {}, /the shell command to run is required at command/],
       ["start_process", { command: "true", cwd: join(dir, "no-such-folder") }, /cwd .*no such folder/],
       ["wait_process", { process: "nope" }, /no such process: "nope"/],
       ["wait_process", { process: "nope", timeout_ms: -5 }, /timeout_ms/],

@@ -43,11 +43,11 @@ export function demoCommand(program: Command): void {
           const verdict = verifyRecorded(events, turns);
           const completions = events.filter((e) => e.type === "process.exited").length;
           const lines = [
-            paint.bold(`turnfold demo: ${completions} background completions, a watch hit and a subagent result, logged to ${path}`),
+            paint.bold(`turnfold demo: ${completions} background completions, a watch hit and a subagent result, ${dir ? "logged to a temporary log, removed when the demo ends (--db FILE keeps one)" : `logged to ${path}`}`),
             "",
             ...turns.map((t) => `  seq ${t.seq}  ${t.session}  ${t.consumer}  ${paint.cyan(t.kind)}  ${t.members.length} member${t.members.length === 1 ? "" : "s"}: ${t.members.join(", ")}`),
             "",
-            `${turns.length} turns instead of ${completions + 2} (one per completion, watch hit and result); ${recorded} dispatches recorded in the log.`,
+            `${plural(turns.length, "turn")} instead of ${completions + 2} (one per completion, watch hit and result); ${plural(recorded, "dispatch", "dispatches")} recorded in the log.`,
             "The foreign session's deploy stays queued for its owner; the second copy of the subagent result made no turn.",
             verdict.ok ? paint.green("replay --verify: the recorded dispatches match the re-derived turns") : paint.red("replay --verify: MISMATCH"),
             "",
@@ -61,4 +61,9 @@ export function demoCommand(program: Command): void {
         }
       }),
     );
+}
+
+/** `1 turn`, `2 turns`. */
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
 }

@@ -5,7 +5,7 @@ import type { FoldQuery } from "../reducers/query.js";
 import { Inventory, type ItemRow, type SessionRow } from "../report/inventory.js";
 import { openHistory } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
-import { budgetOption, foldOptions, outputTailOption, staleAfterOption } from "./options.js";
+import { budgetOption, foldOptions, logToRead, outputTailOption, readLogOption, staleAfterOption } from "./options.js";
 
 interface InventoryOptions {
   json?: boolean;
@@ -21,30 +21,34 @@ export function inventoryCommands(program: Command): void {
   program
     .command("sessions")
     .description("list each session: its surface, lineage, open or closed, and how many of its items were delivered, suppressed or still wait")
-    .argument("<log>", logArgument)
+    .argument("[log]", logArgument)
+    .addOption(readLogOption())
     .option("--json", "one JSON object per session")
     .addOption(budgetOption())
     .addOption(outputTailOption())
     .addOption(staleAfterOption())
-    .action((file: string, options: InventoryOptions) =>
-      runCommand(async () => {
+    .action((argument: string | undefined, options: InventoryOptions & { db?: string }, command: Command) => {
+      const file = logToRead(command, argument, options.db);
+      return runCommand(async () => {
         const rows = await fold(file, options, () => undefined);
         await writeOut(options.json ? rows.map((row) => JSON.stringify(row) + "\n").join("") : sessionTable(rows));
         return 0;
-      }),
-    );
+      });
+    });
 
   program
     .command("items")
     .description("list each item (a completion, watch hit, heartbeat, delegation result or notice) with its id, kind and fate, one line each")
-    .argument("<log>", logArgument)
+    .argument("[log]", logArgument)
+    .addOption(readLogOption())
     .option("--session <key>", "only the items of this session and the sessions that continue it")
     .option("--json", "one JSON object per item")
     .addOption(budgetOption())
     .addOption(outputTailOption())
     .addOption(staleAfterOption())
-    .action((file: string, options: InventoryOptions) =>
-      runCommand(async () => {
+    .action((argument: string | undefined, options: InventoryOptions & { db?: string }, command: Command) => {
+      const file = logToRead(command, argument, options.db);
+      return runCommand(async () => {
         let out = "";
         // The session and the keys that continue it, as the fold has them when the row is decided.
         const keep = (row: ItemRow, query: FoldQuery) => options.session === undefined || query.lineageFrom(options.session).includes(row.session);
@@ -57,8 +61,8 @@ export function inventoryCommands(program: Command): void {
           return 1;
         }
         return 0;
-      }),
-    );
+      });
+    });
 }
 
 async function fold(file: string, options: InventoryOptions, onItem: (row: ItemRow, query: FoldQuery) => void): Promise<SessionRow[]> {

@@ -82,8 +82,42 @@ async function* jsonlPages(path: string, shown: string): AsyncGenerator<readonly
     yield* jsonlFilePages(path, { pageSize: 1000, maxProblems: 20 });
   } catch (error) {
     if (!(error instanceof JsonlProblems)) throw error;
-    const lines = error.problems.map((p) => formatProblem(p, shown));
-    throw new InputError(`${shown} is not a valid recorded session:\n${lines.join("\n")}`);
+    throw new InputError(notASession(error, path, shown));
+  }
+}
+
+/**
+ * What to say of a file that is not a valid session. A file whose first line is not JSON
+ * at all (an image, a Markdown page) is not JSONL: one line says so, with the count, not
+ * twenty lines of parser errors. A JSON array gets a hint: turnfold reads one event per
+ * line. Otherwise each problem, `FILE:LINE: field: reason`.
+ */
+function notASession(error: JsonlProblems, path: string, shown: string): string {
+  const first = error.problems[0];
+  const atStart = first !== undefined && first.where === "line 1";
+  const hint = atStart && startsWithBracket(path) ? `\nIt looks like one JSON array: turnfold reads one event per line (JSONL), for example: jq -c '.[]' ${shown} > events.jsonl` : "";
+  const notJson = (p: (typeof error.problems)[number]) => p.field === "(line)" && p.reason.startsWith("not valid JSON");
+  if (atStart && notJson(first)) {
+    const bad = error.problems.every(notJson) ? `${error.total === error.problems.length ? error.total : `at least ${error.problems.length}`} lines are not JSON` : "its first line is not JSON";
+    return `${shown} is not JSONL (one JSON event per line): ${bad}, starting at line 1${hint}`;
+  }
+  const lines = error.problems.map((p) => formatProblem(p, shown));
+  return `${shown} is not a valid recorded session:\n${lines.join("\n")}${hint}`;
+}
+
+/** Whether a file's first non-blank character is `[`. */
+function startsWithBracket(path: string): boolean {
+  try {
+    const fd = openSync(path, "r");
+    try {
+      const head = Buffer.alloc(64);
+      const n = readSync(fd, head, 0, 64, 0);
+      return head.subarray(0, n).toString("utf8").trimStart().startsWith("[");
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return false;
   }
 }
 

@@ -42,7 +42,8 @@ if (!process.execArgv.some((arg) => arg.startsWith("--heap-growing-percent"))) {
 const program = new Command("turnfold")
   .description("fold background-job noise into the turns an agent conversation should get")
   .version("0.1.0")
-  .showHelpAfterError()
+  // A usage error is the error and one line that says where help is, not the whole help.
+  .showHelpAfterError("(add --help for this command's usage; turnfold help lists the commands)")
   .exitOverride();
 
 const named = commands.find((c) => c.names.includes(process.argv[2] ?? ""));

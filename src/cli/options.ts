@@ -30,6 +30,29 @@ export function dbOption(what = "the log: a SQLite file or a postgres:// URL"): 
   return new Option("--db <log>", what).env("TURNFOLD_DB").makeOptionMandatory();
 }
 
+/**
+ * The log of a command that reads one (replay, explain, sessions, items, report): named as
+ * its argument, as `--db LOG` (the shape of every other command), or by TURNFOLD_DB.
+ */
+export function readLogOption(): Option {
+  return new Option("--db <log>", "the log to read, as every other command names it (or give it as the argument)").env("TURNFOLD_DB");
+}
+
+/**
+ * The log a reading command was given: its argument, else `--db` (or TURNFOLD_DB). Bad
+ * usage (exit 2, said by `command`) when neither names one, or when the argument and an
+ * explicit `--db` name different logs.
+ */
+export function logToRead(command: Command, argument: string | undefined, given: string | undefined): string {
+  // An empty TURNFOLD_DB names nothing.
+  const db = given === "" ? undefined : given;
+  const explicit = db !== undefined && command.getOptionValueSource("db") === "cli";
+  if (argument !== undefined && explicit && argument !== db) command.error(`error: two logs named, ${JSON.stringify(argument)} and --db ${JSON.stringify(db)}: give one`, { exitCode: 2, code: "turnfold.usage" });
+  const log = argument ?? db;
+  if (log === undefined) command.error("error: name the log to read: as the argument, with --db LOG, or in TURNFOLD_DB", { exitCode: 2, code: "turnfold.usage" });
+  return log;
+}
+
 /** Commander parser for `--budget CAPACITY/REFILL_MS` (R30), e.g. `3/60000`. */
 export function parseBudget(value: string): Budget {
   const match = /^(\d+)\/(\d+)$/.exec(value.trim());

@@ -4,7 +4,7 @@ import { Verifier, type Verified } from "../projections/verify.js";
 import { openHistory } from "./load-session.js";
 import { runCommand, withInputFile, writeOut } from "./io.js";
 import { progress, styler, useColour } from "./style.js";
-import { budgetOption, foldOptions, outputTailOption, staleAfterOption } from "./options.js";
+import { budgetOption, foldOptions, logToRead, outputTailOption, readLogOption, staleAfterOption } from "./options.js";
 import type { Budget } from "../events/schema.js";
 
 interface ReplayOptions {
@@ -20,14 +20,18 @@ export function replayCommand(program: Command): void {
   program
     .command("replay")
     .description("re-derive every turn of a recorded session (a JSONL file, a SQLite log or a PostgreSQL log) from its events alone")
-    .argument("<file>", "recorded session: a JSONL file (- reads standard input), a SQLite log or a postgres:// URL")
+    .argument("[file]", "recorded session: a JSONL file (- reads standard input), a SQLite log or a postgres:// URL (or --db)")
+    .addOption(readLogOption())
     .option("--json", "one JSON object per turn")
     .option("--status", "also print the TUI status lines")
     .option("--verify", "compare the recorded notification.dispatched events with the re-derived turns (exit 1 on a difference, 3 when the log holds no record); with --json, the verdict as JSON")
     .addOption(budgetOption())
     .addOption(outputTailOption())
     .addOption(staleAfterOption())
-    .action((file: string, options: ReplayOptions) => runCommand(() => withInputFile(file, (path, shown) => replayFile(path, shown, options))));
+    .action((file: string | undefined, options: ReplayOptions & { db?: string }, command: Command) => {
+      const log = logToRead(command, file, options.db);
+      return runCommand(() => withInputFile(log, (path, shown) => replayFile(path, shown, options)));
+    });
 }
 
 /**
@@ -93,7 +97,7 @@ function report(file: string, result: Verified, json: boolean): number {
     return result.ok ? 0 : result.verdict === "no-records" ? nothingToVerify : 1;
   }
   if (result.ok) {
-    process.stdout.write(`${file}: the ${result.turns} recorded dispatches match the re-derived turns\n`);
+    process.stdout.write(`${file}: ${result.turns === 1 ? "the one recorded dispatch matches its re-derived turn" : `the ${result.turns} recorded dispatches match the re-derived turns`}\n`);
     return 0;
   }
   if (result.verdict === "no-records") {

@@ -7,7 +7,7 @@ import { ReportBuilder } from "../report/data.js";
 import { ReportPage } from "../report/html.js";
 import { InputError, requireWritable, runCommand } from "./io.js";
 import { openHistory } from "./load-session.js";
-import { budgetOption, foldOptions, outputTailOption, staleAfterOption } from "./options.js";
+import { budgetOption, foldOptions, logToRead, outputTailOption, readLogOption, staleAfterOption } from "./options.js";
 import { count, progress } from "./style.js";
 
 interface ReportOptions {
@@ -21,13 +21,15 @@ export function reportCommand(program: Command): void {
   program
     .command("report")
     .description("write a recorded session as one self-contained HTML timeline: lanes, turns, and why each other item made no turn")
-    .argument("<file>", "recorded session: JSONL, a SQLite log or a postgres:// URL")
+    .argument("[file]", "recorded session: JSONL, a SQLite log or a postgres:// URL (or --db)")
+    .addOption(readLogOption())
     .option("-o, --output <file>", "where to write the HTML", "turnfold-report.html")
     .addOption(budgetOption())
     .addOption(outputTailOption())
     .addOption(staleAfterOption())
-    .action((file: string, options: ReportOptions) =>
-      runCommand(async () => {
+    .action((argument: string | undefined, options: ReportOptions & { db?: string }, command: Command) => {
+      const file = logToRead(command, argument, options.db);
+      return runCommand(async () => {
         const history = await openHistory(file);
         const source = isPostgresUrl(file) ? redactUrl(file) : basename(file);
         // The page is written as the history is read, into a file beside the output that
@@ -86,6 +88,6 @@ export function reportCommand(program: Command): void {
             rmSync(partial, { force: true });
           }
         }
-      }),
-    );
+      });
+    });
 }

@@ -1,7 +1,7 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import type { Command } from "commander";
-import { redactUrl } from "../events/urls.js";
-import { openLog } from "../open.js";
+import { isPostgresUrl, redactUrl } from "../events/urls.js";
+import { memoryTarget, openLog } from "../open.js";
 import type { Pipeline, PipelineEvent } from "../service/pipeline.js";
 import type { TurnfoldLog } from "../open.js";
 import { shownSinkUrl } from "../sinks/http.js";
@@ -70,6 +70,9 @@ export function runCommands(program: Command): void {
       return runCommand(async () => {
         const signal = stopSignal();
         const producerToken = producerTokenOf(options.producerTokenFile);
+        // A SQLite file this command makes is removed again when it cannot listen: a port in
+        // use leaves nothing behind.
+        const made = isPostgresUrl(options.db) || options.db === memoryTarget || existsSync(options.db) ? undefined : options.db;
         const log = await openLog(options.db, { create: true });
         const say = reporter(options.json ?? false);
         // Loaded here: every other command starts without the HTTP server and the live runner.
@@ -96,6 +99,7 @@ export function runCommands(program: Command): void {
         } catch (error) {
           await service.close();
           await log.close();
+          if (made !== undefined) for (const file of [made, `${made}-wal`, `${made}-shm`]) rmSync(file, { force: true });
           throw listenError(options.host, options.port, error);
         }
         pipeline = startPipeline({

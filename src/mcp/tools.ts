@@ -35,7 +35,7 @@ export interface Tool<S extends z.ZodRawShape = z.ZodRawShape> {
   run(args: z.infer<z.ZodObject<S>>, context: ToolContext, extra?: CallExtra): Promise<CallToolResult>;
 }
 
-const processId = z.string({ error: (issue) => (issue.input === undefined ? "is required: the id start_process returned" : "must be a string: the id start_process returned") }).min(1, "must name a process (an id that start_process returned)").describe("The process id that start_process returned.");
+const processId = z.string({ error: (issue) => (issue.input === undefined ? "the id start_process returned is required" : "the id start_process returned must be a string") }).min(1, "must name a process (an id that start_process returned)").describe("The process id that start_process returned.");
 const exitReason = z.enum(["exited", "killed", "lost", "failedStart"]);
 
 /** How a later result reaches the model, in the words of each push mode (and with the host's hooks, which hand results over at its stops). */
@@ -49,7 +49,7 @@ const startProcess = {
   description: (push, hooks) =>
     `Runs a shell command in the background for this conversation and returns at once with its process id. Use it for anything that takes more than a few seconds (tests, builds, installs, servers). ${hearing(push, hooks)} Several processes that finish close together are reported as one message, and failures are always reported.`,
   input: {
-    command: z.string({ error: (issue) => (issue.input === undefined ? "is required: the shell command to run" : "must be a string: the shell command to run") }).min(1, "must be a shell command (a non-empty string)").describe("The shell command, run with sh -c."),
+    command: z.string({ error: (issue) => (issue.input === undefined ? "the shell command to run is required" : "the shell command to run must be a string") }).min(1, "the shell command to run must not be empty").describe("The shell command, run with sh -c."),
     cwd: z.string().min(1, "must be a folder path").optional().describe("Folder to run it in; default: the server's own."),
     watch: z.array(z.string().min(1, "a watch pattern must not be empty")).optional().describe("Plain substrings: a line of output containing one is reported while the process runs (rate-limited)."),
     notify: z.boolean().optional().describe("Report its exit (default true). With false and no watch, nothing about it is ever reported."),
