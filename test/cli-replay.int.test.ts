@@ -245,7 +245,10 @@ describe("one CLI shape (issue 48)", () => {
     const log = example("backlog");
     expect(cli(["replay", "--db", log, "--verify"]).stdout).toContain("recorded dispatch matches");
     expect(cli(["sessions"], { env: { TURNFOLD_DB: log } }).stdout).toMatch(/^session\s+surface/);
-    expect(cli(["items", "--db", log]).stdout).toContain("p1");
+    const items = cli(["items", "--db", log]).stdout.split("\n");
+    // A header, and columns that line up as the rows stream (issue 48).
+    expect(items[0]).toMatch(/^seq\s+item\s+kind\s+session\s+fate\s+why$/);
+    expect(items[1]!.indexOf("completions")).toBe(items[0]!.indexOf("kind"));
     expect(cli(["explain", "p1"], { env: { TURNFOLD_DB: log } }).stdout).toMatch(/^p1: \d+ events/);
     expect(cli(["explain", log, "p1"], { env: { TURNFOLD_DB: "" } }).stdout).toMatch(/^p1: \d+ events/);
     const report = join(dir, "shape.html");

@@ -49,13 +49,25 @@ export function inventoryCommands(program: Command): void {
     .action((argument: string | undefined, options: InventoryOptions & { db?: string }, command: Command) => {
       const file = logToRead(command, argument, options.db);
       return runCommand(async () => {
-        let out = "";
+        // Written a page at a time as the log is folded: a long log's items never wait in memory.
+        let out = options.json ? "" : itemHeader;
         // The session and the keys that continue it, as the fold has them when the row is decided.
         const keep = (row: ItemRow, query: FoldQuery) => options.session === undefined || query.lineageFrom(options.session).includes(row.session);
-        const rows = await fold(file, options, (row, query) => {
-          if (keep(row, query)) out += options.json ? JSON.stringify(row) + "\n" : itemLine(row);
-        });
-        await writeOut(out);
+        const flush = async (all: boolean) => {
+          if (!all && out.length < 1 << 16) return;
+          const chunk = out;
+          out = "";
+          await writeOut(chunk);
+        };
+        const rows = await fold(
+          file,
+          options,
+          (row, query) => {
+            if (keep(row, query)) out += options.json ? JSON.stringify(row) + "\n" : itemLine(row);
+          },
+          () => flush(false),
+        );
+        await flush(true);
         if (options.session !== undefined && !rows.some((row) => row.session === options.session)) {
           process.stderr.write(`turnfold: no session ${JSON.stringify(options.session)} in ${file}\n`);
           return 1;
@@ -65,17 +77,23 @@ export function inventoryCommands(program: Command): void {
     });
 }
 
-async function fold(file: string, options: InventoryOptions, onItem: (row: ItemRow, query: FoldQuery) => void): Promise<SessionRow[]> {
+async function fold(file: string, options: InventoryOptions, onItem: (row: ItemRow, query: FoldQuery) => void, afterPage?: () => Promise<void>): Promise<SessionRow[]> {
   const history = await openHistory(file);
   const inventory: Inventory = new Inventory((row) => onItem(row, inventory.query), foldOptions(options));
   for await (const page of history.pages) {
     for (const event of page) inventory.push(event);
+    await afterPage?.();
   }
   return inventory.finish();
 }
 
+/** The columns of `items`, fixed so that rows line up as they stream (a longer value pushes the rest of its row). */
+const itemColumns = [8, 20, 11, 20, 20] as const;
+const itemCells = (cells: readonly string[]) => cells.map((cell, i) => (i < itemColumns.length ? cell.padEnd(itemColumns[i]!) : cell)).join("  ").trimEnd() + "\n";
+const itemHeader = itemCells(["seq", "item", "kind", "session", "fate", "why"]);
+
 function itemLine(row: ItemRow): string {
-  return `seq ${row.seq}  ${row.member ?? "(no process)"}  ${row.kind}  ${row.session}  ${row.fate}${row.waiting ? " (waiting)" : ""}  ${row.detail}\n`;
+  return itemCells([String(row.seq), row.member ?? "(no process)", row.kind, row.session, `${row.fate}${row.waiting ? " (waiting)" : ""}`, row.detail]);
 }
 
 function sessionTable(rows: readonly SessionRow[]): string {

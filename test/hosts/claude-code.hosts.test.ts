@@ -6,7 +6,7 @@
  * subagent. Run by `npm run test:hosts`.
  */
 import { describe, expect, it } from "vitest";
-import { exitLogged, installed, World } from "./harness.js";
+import { exitLogged, expectDelivered, installed, World } from "./harness.js";
 import type { Script } from "./model.js";
 
 const versions = [
@@ -33,14 +33,6 @@ async function world(bin: string, name: string, script: Script): Promise<World> 
   return w;
 }
 
-/** Expects the output to reach the main agent `times` times, no subagent, and the log to verify. */
-async function delivered(w: World, times: number): Promise<void> {
-  const story = await w.story();
-  expect(w.arrivals(), story).toEqual({ main: times, subagent: 0 });
-  const verified = await w.verify();
-  expect(verified.code, verified.stdout + verified.stderr + story).toBe(times === 0 && !(await w.events()).some((e) => e.type === "notification.dispatched") ? 3 : 0);
-}
-
 for (const version of versions) {
   describe(`Claude Code, ${version.name}`, async () => {
     const bin = await installed(version.folder, version.spec, "claude");
@@ -48,35 +40,35 @@ for (const version of versions) {
     it("stop: the Stop hook hands the exit back once", async () => {
       const w = await world(bin, "stop", { replyDelayMs: 2500 });
       await w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs]);
-      await delivered(w, 1);
+      await expectDelivered(w, 1);
       await w.close();
     });
 
     it("stop-take: told by the Stop hook, the model calls take_notifications, which has nothing more", async () => {
       const w = await world(bin, "stop-take", { replyDelayMs: 2500, takeOnMarker: true });
       await w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs]);
-      await delivered(w, 1);
+      await expectDelivered(w, 1);
       await w.close();
     });
 
     it("stop-bash: the agent works (Bash sleep 3) while the process exits; its Stop hands it over once", async () => {
       const w = await world(bin, "stop-bash", { bashSleep: 3 });
       await w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs, "--allowedTools", "Bash(sleep:*)"]);
-      await delivered(w, 1);
+      await expectDelivered(w, 1);
       await w.close();
     });
 
     it("take: the model takes the result itself; the Stop hook hands nothing again", async () => {
       const w = await world(bin, "take", { takeAfterMs: 2500 });
       await w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs]);
-      await delivered(w, 1);
+      await expectDelivered(w, 1);
       await w.close();
     });
 
     it("early: the agent stops before the exit; nothing is handed to it in that run", async () => {
       const w = await world(bin, "early", { command: "sleep 8; echo MARKER-$((100+23)); exit 3" });
       await w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs]);
-      await delivered(w, 0);
+      await expectDelivered(w, 0);
       await w.close();
     });
 
@@ -107,7 +99,7 @@ for (const version of versions) {
       await until(() => results() >= 2, 120_000);
       claude.stdin.end();
       await new Promise((r) => claude.on("close", r));
-      await delivered(w, 1);
+      await expectDelivered(w, 1);
       await w.close();
     });
 
@@ -117,21 +109,21 @@ for (const version of versions) {
       const session = /"session_id":"([^"]+)"/.exec(first.stdout)?.[1];
       expect(session, first.stdout.slice(-2000)).toBeDefined();
       await w.sh("claude", ["-p", "Any news about the background job?", ...printArgs, "--resume", session!]);
-      await delivered(w, 1);
+      await expectDelivered(w, 1);
       await w.close();
     });
 
     it("subagent: a subagent that stops after the main agent's process exited is handed nothing; the main agent is told once", async () => {
       const w = await world(bin, "subagent", { subagent: true, replyDelayMs: 2500 });
       await w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs, "--allowedTools", "Agent,Task"]);
-      await delivered(w, 1);
+      await expectDelivered(w, 1);
       await w.close();
     });
 
     it("two conversations at once in one project: each gets its own process's exit, once", async () => {
       const w = await world(bin, "two", { replyDelayMs: 2500 });
       await Promise.all([w.sh("claude", ["-p", "START-BG: one", ...printArgs]), w.sh("claude", ["-p", "START-BG: two", ...printArgs])]);
-      await delivered(w, 2);
+      await expectDelivered(w, 2);
       expect(w.crossed(), await w.story()).toEqual([]);
       const handed = (await w.events()).filter((e) => e.type === "handover.handed").map((e) => (e as { session: string }).session);
       expect(new Set(handed).size, await w.story()).toBe(2);

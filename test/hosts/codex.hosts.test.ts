@@ -6,16 +6,8 @@
  * `hooks/list`, as trusting them in Codex records). Run by `npm run test:hosts`.
  */
 import { describe, expect, it } from "vitest";
-import { exitLogged, installed, World } from "./harness.js";
+import { exitLogged, expectDelivered, installed, World } from "./harness.js";
 import { AppServer, codexWorld } from "./codex.js";
-
-async function delivered(w: World, times: number): Promise<void> {
-  const story = await w.story();
-  expect(w.arrivals(), story).toEqual({ main: times, subagent: 0 });
-  const verified = await w.verify();
-  expect([0, 3], verified.stdout + verified.stderr + story).toContain(verified.code);
-  if ((await w.events()).some((e) => e.type === "notification.dispatched")) expect(verified.code, verified.stderr).toBe(0);
-}
 
 const exec = (w: World, prompt: string, resume?: string) => w.sh("codex", ["exec", "--json", ...(resume ? ["resume", resume] : []), prompt], { input: "" });
 
@@ -25,28 +17,28 @@ describe("Codex", async () => {
   it("stop: the Stop hook hands the exit back once", async () => {
     const w = await codexWorld(bin, "stop", { replyDelayMs: 2500 });
     await exec(w, "START-BG: run the background job");
-    await delivered(w, 1);
+    await expectDelivered(w, 1);
     await w.close();
   });
 
   it("stop-take: told by the Stop hook, the model calls take_notifications, which has nothing more", async () => {
     const w = await codexWorld(bin, "stop-take", { replyDelayMs: 2500, takeOnMarker: true });
     await exec(w, "START-BG: run the background job");
-    await delivered(w, 1);
+    await expectDelivered(w, 1);
     await w.close();
   });
 
   it("take: the model takes the result itself; the Stop hook hands nothing again", async () => {
     const w = await codexWorld(bin, "take", { takeAfterMs: 2500 });
     await exec(w, "START-BG: run the background job");
-    await delivered(w, 1);
+    await expectDelivered(w, 1);
     await w.close();
   });
 
   it("early: the agent stops before the exit; nothing is handed to it in that run", async () => {
     const w = await codexWorld(bin, "early", { command: "sleep 8; echo MARKER-$((100+23)); exit 3" });
     await exec(w, "START-BG: run the background job");
-    await delivered(w, 0);
+    await expectDelivered(w, 0);
     await w.close();
   });
 
@@ -56,7 +48,7 @@ describe("Codex", async () => {
     const thread = /"thread_id":"([^"]+)"/.exec(first.stdout)?.[1];
     expect(thread, first.stdout.slice(-1500) + first.stderr.slice(-1500)).toBeDefined();
     await exec(w, "Any news about the background job?", thread);
-    await delivered(w, 0);
+    await expectDelivered(w, 0);
     await w.close();
   });
 
@@ -73,7 +65,7 @@ describe("Codex", async () => {
       for (const end = Date.now() + 120_000; app.count("turn/completed") < i + 1 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 200));
     }
     await app.close();
-    await delivered(w, 1);
+    await expectDelivered(w, 1);
     await w.close();
   });
 
@@ -85,7 +77,7 @@ describe("Codex", async () => {
     for (const [i, thread] of threads.entries()) await app.request("turn/start", { threadId: thread, input: [{ type: "text", text: `START-BG: ${["one", "two"][i]}` }] });
     for (const end = Date.now() + 120_000; app.count("turn/completed") < 2 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 200));
     await app.close();
-    await delivered(w, 2);
+    await expectDelivered(w, 2);
     expect(w.crossed(), await w.story()).toEqual([]);
     const events = await w.events();
     const opened = events.filter((e) => e.type === "session.opened").map((e) => (e as { session: string }).session);

@@ -6,7 +6,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
-import { run, World } from "./harness.js";
+import { onJsonLines, run, World } from "./harness.js";
 import type { Script } from "./model.js";
 
 /** `codex app-server`: Codex's own line-delimited protocol on stdio (requests, answers and notifications). */
@@ -18,23 +18,11 @@ export class AppServer {
 
   constructor(world: World) {
     this.#child = spawn("codex", ["app-server"], { cwd: world.project, env: world.env });
-    let buffer = "";
-    this.#child.stdout.on("data", (d: Buffer) => {
-      buffer += d.toString();
-      for (let end = buffer.indexOf("\n"); end >= 0; end = buffer.indexOf("\n")) {
-        const line = buffer.slice(0, end);
-        buffer = buffer.slice(end + 1);
-        let message: Record<string, unknown>;
-        try {
-          message = JSON.parse(line) as Record<string, unknown>;
-        } catch {
-          continue;
-        }
-        this.#seen.push(message);
-        for (const waiter of this.#waiters.splice(0)) {
-          if (waiter.match(message)) waiter.resolve(message);
-          else this.#waiters.push(waiter);
-        }
+    onJsonLines(this.#child.stdout, (message) => {
+      this.#seen.push(message);
+      for (const waiter of this.#waiters.splice(0)) {
+        if (waiter.match(message)) waiter.resolve(message);
+        else this.#waiters.push(waiter);
       }
     });
   }

@@ -5,16 +5,8 @@
  * one process, whose servers Gemini CLI cannot tell apart. Run by `npm run test:hosts`.
  */
 import { describe, expect, it } from "vitest";
-import { exitLogged, installed, type World } from "./harness.js";
+import { exitLogged, expectDelivered, installed, type World } from "./harness.js";
 import { Acp, geminiModel, geminiWorld } from "./gemini.js";
-
-async function delivered(w: World, times: number): Promise<void> {
-  const story = await w.story();
-  expect(w.arrivals(), story).toEqual({ main: times, subagent: 0 });
-  const verified = await w.verify();
-  if ((await w.events()).some((e) => e.type === "notification.dispatched")) expect(verified.code, verified.stderr + story).toBe(0);
-  else expect(verified.code, verified.stderr + story).toBe(3);
-}
 
 const print = (w: World, prompt: string) => w.sh("gemini", ["-p", prompt, "--output-format", "stream-json", "--yolo", "-m", geminiModel]);
 
@@ -24,28 +16,28 @@ describe("Gemini CLI", async () => {
   it("stop: the AfterAgent hook hands the exit back once", async () => {
     const w = await geminiWorld(bin, "stop", { replyDelayMs: 2500 });
     await print(w, "START-BG: run the background job");
-    await delivered(w, 1);
+    await expectDelivered(w, 1);
     await w.close();
   });
 
   it("stop-take: told by the AfterAgent hook, the model calls take_notifications, which has nothing more", async () => {
     const w = await geminiWorld(bin, "stop-take", { replyDelayMs: 2500, takeOnMarker: true });
     await print(w, "START-BG: run the background job");
-    await delivered(w, 1);
+    await expectDelivered(w, 1);
     await w.close();
   });
 
   it("take: the model takes the result itself; the AfterAgent hook hands nothing again", async () => {
     const w = await geminiWorld(bin, "take", { takeAfterMs: 2500 });
     await print(w, "START-BG: run the background job");
-    await delivered(w, 1);
+    await expectDelivered(w, 1);
     await w.close();
   });
 
   it("early: the agent stops before the exit; nothing is handed to it in that run", async () => {
     const w = await geminiWorld(bin, "early", { command: "sleep 8; echo MARKER-$((100+23)); exit 3" });
     await print(w, "START-BG: run the background job");
-    await delivered(w, 0);
+    await expectDelivered(w, 0);
     await w.close();
   });
 
@@ -58,7 +50,7 @@ describe("Gemini CLI", async () => {
     await new Promise((r) => setTimeout(r, 1000));
     await acp.prompt(session, "Any news about the background job?");
     await acp.close();
-    await delivered(w, 1);
+    await expectDelivered(w, 1);
     await w.close();
   });
 

@@ -8,7 +8,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
-import { World } from "./harness.js";
+import { onJsonLines, World } from "./harness.js";
 import type { Script } from "./model.js";
 
 export const geminiModel = "gemini-2.5-flash";
@@ -35,21 +35,9 @@ export class Acp {
   constructor(world: World) {
     // Its own process group: the launcher runs the CLI as a child, and close() ends both.
     this.#child = spawn("gemini", ["--acp", "--yolo", "-m", geminiModel], { cwd: world.project, env: world.env, detached: true });
-    let buffer = "";
-    this.#child.stdout.on("data", (d: Buffer) => {
-      buffer += d.toString();
-      for (let end = buffer.indexOf("\n"); end >= 0; end = buffer.indexOf("\n")) {
-        const line = buffer.slice(0, end);
-        buffer = buffer.slice(end + 1);
-        let message: Record<string, unknown>;
-        try {
-          message = JSON.parse(line) as Record<string, unknown>;
-        } catch {
-          continue;
-        }
-        if ("method" in message && "id" in message) this.#answer(message);
-        else if ("id" in message) this.#pending.get(message["id"] as number)?.(message);
-      }
+    onJsonLines(this.#child.stdout, (message) => {
+      if ("method" in message && "id" in message) this.#answer(message);
+      else if ("id" in message) this.#pending.get(message["id"] as number)?.(message);
     });
   }
 

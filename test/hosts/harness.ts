@@ -6,6 +6,8 @@
  * while a host waits on it.
  */
 import { spawn } from "node:child_process";
+import type { Readable } from "node:stream";
+import { expect } from "vitest";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -133,6 +135,36 @@ export class World {
   async close(): Promise<void> {
     await this.model.close();
   }
+}
+
+/**
+ * Expects the output to have reached the main agent `times` times and no subagent, and
+ * the log to verify: `replay --verify` exits 0 when anything was recorded, 3 when nothing
+ * was (it fails on a turn handed over twice or to a subagent).
+ */
+export async function expectDelivered(w: World, times: number): Promise<void> {
+  const story = await w.story();
+  expect(w.arrivals(), story).toEqual({ main: times, subagent: 0 });
+  const verified = await w.verify();
+  const recorded = (await w.events()).some((e) => e.type === "notification.dispatched");
+  expect(verified.code, verified.stdout + verified.stderr + story).toBe(recorded ? 0 : 3);
+}
+
+/** Calls `take` with each JSON object a stream writes, one per line (lines that are not JSON are passed over). */
+export function onJsonLines(stream: Readable, take: (message: Record<string, unknown>) => void): void {
+  let buffer = "";
+  stream.on("data", (d: Buffer) => {
+    buffer += d.toString();
+    for (let end = buffer.indexOf("\n"); end >= 0; end = buffer.indexOf("\n")) {
+      const line = buffer.slice(0, end);
+      buffer = buffer.slice(end + 1);
+      try {
+        take(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        // not a message
+      }
+    }
+  });
 }
 
 /** Waits until the log holds a `process.exited`, up to `timeoutMs`. */
