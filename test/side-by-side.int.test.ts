@@ -1,12 +1,13 @@
 /**
  * Two `serve` processes on one log (issue 46, item 6): a token minted by one is honoured at
- * once by the other, even when the other's fold has not caught up with the log yet.
+ * once by the other, even when the other's fold has not caught up with the log yet. And a
+ * turn stream says when its conversation ended (issue 48).
  */
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { openLog } from "../src/open.js";
 import { createService } from "../src/service/server.js";
-import { call, producerToken } from "./support/serve.js";
+import { call, openStream, producerToken } from "./support/serve.js";
 import { openSession, running, stop } from "./support/running.js";
 import { tempDir } from "./support/tmp.js";
 
@@ -39,5 +40,30 @@ describe("servers side by side agree on tokens", () => {
     const stranger = await call(url, "GET", "/v1/sessions/side-0/explain/x", "s".repeat(43));
     expect(stranger.status).toBe(404);
     expect(stranger.body["error"]).toBe("no such session");
+  }, 30_000);
+});
+
+describe("a turn stream says when its conversation ended (issue 48)", () => {
+  it("a stream open when its session closes gets event: closed and ends; one opened on a closed session gets what it had, then the same", async () => {
+    const r = await running(join(dir, "closing.sqlite"));
+    try {
+      const token = await openSession(r, "ending");
+      const produce = (events: unknown[]) => call(r.url, "POST", "/v1/events", producerToken, events);
+      expect((await produce([{ type: "process.exited", at: Date.now(), process: "p-end", exitCode: 0, reason: "exited", output: "last words", owner: "ending" }])).status).toBe(200);
+      expect((await call(r.url, "POST", "/v1/sessions/ending/drain", token, { consumer: "tui-poller" })).status).toBe(200);
+      const stream = openStream(r.url, "ending", token);
+      expect(await stream.status).toBe(200);
+      await stream.waitFor(1);
+      expect((await produce([{ type: "session.closed", at: Date.now(), session: "ending", reason: "user" }])).status).toBe(200);
+      await Promise.race([stream.ended, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+      expect(stream.text()).toContain('event: closed\ndata: {"session":"ending"}');
+      // Opened after the end: the turn it had, then closed.
+      const late = openStream(r.url, "ending", token);
+      await Promise.race([late.ended, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+      expect(late.events.map((e) => e.data.text)).toEqual([expect.stringContaining("last words")]);
+      expect(late.text()).toContain("event: closed");
+    } finally {
+      await stop(r);
+    }
   }, 30_000);
 });

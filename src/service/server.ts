@@ -56,6 +56,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     directory.apply(event);
     if (event.type === "session.opened" && event.tokenHash !== undefined && event.keepTokens !== true) streams.revalidate();
     if (event.type === "notification.dispatched") streams.publish(event, authority.audienceOf(event.session));
+    if (event.type === "session.closed") streams.sessionsEnded();
   });
   const appended = async (events: readonly TurnfoldEvent[], seqs: readonly number[]) => {
     metrics.eventsAppended.inc(events.length);

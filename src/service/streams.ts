@@ -21,6 +21,8 @@ export interface Stream {
   readonly sees: (session: string) => boolean;
   /** Why the stream's token lost some of its reach since the stream opened, or undefined while it keeps it. */
   readonly lost: () => string | undefined;
+  /** Whether a session it follows is still open (its key, or a successor that continues it). */
+  readonly live: () => boolean;
   /** Seq of the last record sent (or the `Last-Event-ID` it resumed from). */
   sent: number;
   /** Live records that came while the stream was catching up. */
@@ -52,6 +54,13 @@ export async function sendPaced(stream: Stream, record: Stored): Promise<void> {
     // Either the client reads, or it goes away.
     await Promise.race([once(stream.raw, "drain"), once(stream.raw, "close")]).catch(() => undefined);
   }
+}
+
+/** Ends a stream whose sessions are all closed, saying so; true when it did. */
+export function endIfOver(stream: Stream): boolean {
+  if (closed(stream) || stream.live()) return false;
+  stream.raw.end(`event: closed\ndata: ${JSON.stringify({ session: stream.key })}\n\n`);
+  return true;
 }
 
 /** The open streams, by the session key each was opened for. */
@@ -110,6 +119,15 @@ export class StreamRegistry {
         stream.raw.end(`event: revoked\ndata: ${JSON.stringify({ error: why })}\n\n`);
       }
     }
+  }
+
+  /**
+   * Ends, with a `closed` event, every caught-up stream none of whose sessions is open any
+   * more: asked after each `session.closed`, so a client learns that its conversation
+   * ended instead of waiting on a stream that will carry nothing more.
+   */
+  sessionsEnded(): void {
+    for (const set of this.#streams.values()) for (const stream of set) if (!stream.pending) endIfOver(stream);
   }
 
   /** Ends every stream (the server is closing). */

@@ -1,11 +1,12 @@
 /**
  * `GET /v1/sessions/:key/turns`: a session's turns and its successors', as Server-Sent
- * Events, resumable with `Last-Event-ID`: caught up from the log, then live, none twice.
+ * Events, resumable with `Last-Event-ID`: caught up from the log, then live, none twice;
+ * `event: closed` ends it once no session it follows is open.
  */
 import { readPages } from "../../events/log.js";
 import { requireReader, routeConfig, type ServiceContext } from "../context.js";
 import { HttpError } from "../http.js";
-import { closed, sendPaced, type Stream } from "../streams.js";
+import { closed, endIfOver, sendPaced, type Stream } from "../streams.js";
 
 /** Registers the turn stream route. */
 export function turnRoutes(context: ServiceContext): void {
@@ -32,7 +33,8 @@ export function turnRoutes(context: ServiceContext): void {
       }
       return `this token no longer reaches ${reached[now.length]!}: that session was opened again with a new token`;
     };
-    const stream: Stream = { key, raw, sees: reader.sees, lost, sent: from, pending: [] };
+    const live = () => context.authority.query.liveTip(key) !== undefined;
+    const stream: Stream = { key, raw, sees: reader.sees, lost, live, sent: from, pending: [] };
     streams.add(stream);
     const keepAlive = setInterval(() => raw.write(": keep-alive\n\n"), options.keepAliveMs ?? 15_000);
     raw.on("close", () => clearInterval(keepAlive));
@@ -52,5 +54,7 @@ export function turnRoutes(context: ServiceContext): void {
     // Live records that came meanwhile, paced too; later ones go straight out.
     while (stream.pending && stream.pending.length > 0 && !closed(stream)) await sendPaced(stream, stream.pending.shift()!);
     stream.pending = undefined;
+    // A conversation that ended already: everything it had is sent; say so and end.
+    endIfOver(stream);
   });
 }
