@@ -67,3 +67,29 @@ describe("a turn stream says when its conversation ended (issue 48)", () => {
     }
   }, 30_000);
 });
+
+describe("a session says \"I read that\" with its own token (issue 48)", () => {
+  it("POST /v1/sessions/KEY/consumed takes the session's own process: it never makes a turn; another session's is 404", async () => {
+    const r = await running(join(dir, "consumed.sqlite"));
+    try {
+      const mine = await openSession(r, "reader");
+      const other = await openSession(r, "stranger");
+      const produce = (events: unknown[]) => call(r.url, "POST", "/v1/events", producerToken, events);
+      const exit = (process: string) => ({ type: "process.exited", at: Date.now(), process, exitCode: 0, reason: "exited", output: `output of ${process}`, owner: "reader" });
+      expect((await produce([exit("p-read"), exit("p-kept")])).status).toBe(200);
+      const refused = await call(r.url, "POST", "/v1/sessions/stranger/consumed", other, { process: "p-read" });
+      expect(refused.status).toBe(404);
+      expect(refused.body["error"]).toContain("no such process");
+      const taken = await call(r.url, "POST", "/v1/sessions/reader/consumed", mine, { process: "p-read" });
+      expect(taken.status, taken.text).toBe(200);
+      expect((await call(r.url, "POST", "/v1/sessions/reader/consumed", mine, { process: 7 })).status).toBe(400);
+      expect((await call(r.url, "POST", "/v1/sessions/reader/drain", mine, { consumer: "tui-poller" })).status).toBe(200);
+      const stream = openStream(r.url, "reader", mine);
+      await stream.waitFor(1);
+      stream.close();
+      expect(stream.events.map((e) => e.data.members)).toEqual([["p-kept"]]);
+    } finally {
+      await stop(r);
+    }
+  }, 30_000);
+});

@@ -27,6 +27,7 @@ const drainBody = z.object({ consumer: DrainConsumer });
 const compressBody = z.object({ successor: key });
 const closeBody = z.object({ reason: z.enum(["user", "idle", "timeout"]) });
 const emptyBody = z.union([z.object({}), z.null(), z.undefined()]);
+const consumedBody = z.object({ process: key, act: z.enum(["wait", "log", "kill", "ack"]).default("ack") });
 
 /** Registers the session routes. */
 export function sessionRoutes(context: ServiceContext): void {
@@ -88,6 +89,28 @@ function actRoutes(context: ServiceContext): void {
   act("turn-started", (key, body) => (parseBody(emptyBody, body), { type: "turn.started", at: Date.now(), session: key }));
   act("turn-ended", (key, body) => (parseBody(emptyBody, body), { type: "turn.ended", at: Date.now(), session: key }));
   act("close", (key, body) => ({ type: "session.closed", at: Date.now(), session: key, reason: parseBody(closeBody, body).reason }));
+  consumedRoute(context);
+}
+
+/**
+ * "I read that", with the session's own token: a process of this session (or of one it
+ * continues) whose result the agent took another way is consumed, so it never makes a turn
+ * (R7). Another session's process and one nobody knows get the same 404.
+ */
+function consumedRoute(context: ServiceContext): void {
+  context.app.post<{ Params: { key: string } }>("/v1/sessions/:key/consumed", routeConfig("session"), async (request) => {
+    const reader = requireReader(context, request);
+    const body = parseBody(consumedBody, request.body);
+    const [seq] = await context.act(
+      (query) => {
+        requireLive(query, reader.key);
+        const owner = query.ownerOf(body.process);
+        if (owner === undefined || !reader.sees(query.sessionOf(owner))) throw new HttpError(404, { error: `no such process: ${JSON.stringify(body.process)} (this session's own processes only)`, field: "process" });
+      },
+      () => [{ type: "process.consumed", at: Date.now(), process: body.process, act: body.act, by: reader.key }],
+    );
+    return { seq };
+  });
 }
 
 /**
