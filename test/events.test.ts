@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { RecentBodies } from "../src/events/recent.js";
-import { decodeJsonl, eventTypes, formatProblem, schemaVersion, validateEvent } from "../src/events/index.js";
+import { decodeJsonl, eventTypes, formatProblem, schemaVersion, validateEvent, type TurnfoldEvent } from "../src/events/index.js";
 
 describe("event schemas", () => {
   it("knows every docs/events.md type, at schema version 1", () => {
@@ -111,5 +111,16 @@ describe("RecentBodies (what a log handle reads back from memory)", () => {
     write([28]);
     recent.commit();
     expect(recent.from(28, 10)).toEqual(["b28"]);
+  });
+});
+
+describe("exact event types (issue 48)", () => {
+  it("a misspelt field is a compile error in TypeScript, and still round-trips at run time from JSON", () => {
+    // `npm test` type-checks this file first: without the directive the line does not compile.
+    // @ts-expect-error -- `ownr` is not a field of process.exited: an item with no owner would go to whoever drains
+    const typo: TurnfoldEvent = { type: "process.exited", at: 1, process: "p", exitCode: 0, reason: "exited", output: "", ownr: "s1" };
+    const decoded = validateEvent(JSON.parse(JSON.stringify(typo)), "line 1");
+    expect(decoded.ok).toBe(true);
+    expect(decoded.ok && (decoded.event as Record<string, unknown>)["ownr"]).toBe("s1");
   });
 });

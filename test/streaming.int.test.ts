@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { closeSync, openSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { Stored, TurnfoldEvent } from "../src/events/schema.js";
+import type { EventOf, Stored, TurnfoldEvent } from "../src/events/schema.js";
 import { openLog } from "../src/open.js";
 import { toRecord } from "../src/projections/dispatch-record.js";
 import { Projection, type Turn } from "../src/projections/project.js";
@@ -158,7 +158,7 @@ describe("streaming replay", () => {
     }
     record(projection.finish(), Number.MAX_SAFE_INTEGER);
     const alteredSeq = records[records.length - 3]!;
-    const altered = written[alteredSeq - 1] as TurnfoldEvent & { text: string };
+    const altered = written[alteredSeq - 1] as EventOf<"notification.dispatched">;
     written[alteredSeq - 1] = { ...altered, text: `${altered.text} (edited)` };
 
     const path = join(dir, "recorded.sqlite");

@@ -317,7 +317,15 @@ export const TurnfoldEvent = z.discriminatedUnion("type", [
 ]);
 
 /** Any event of schema version 1, as a producer writes it (the log adds `seq`). */
-export type TurnfoldEvent = z.infer<typeof TurnfoldEvent>;
+export type TurnfoldEvent = Exact<z.infer<typeof TurnfoldEvent>>;
+
+/**
+ * An event type without the index signature the loose schemas infer: the fields this
+ * version knows, and no others. So `{ type: "process.exited", …, ownr: "s1" }` is a
+ * compile error in TypeScript instead of an item with no owner (issue 48); a field this
+ * version does not know still round-trips at run time, from JSON.
+ */
+type Exact<T> = T extends unknown ? { [K in keyof T as string extends K ? never : K]: T[K] } : never;
 /** The `type` of an event. */
 export type EventType = TurnfoldEvent["type"];
 /** The event of one type. */

@@ -97,7 +97,7 @@ export function describeStoreContract(adapter: Adapter): void {
         log.transact(async (tx) => {
           const last = await tx.lastSeq();
           await new Promise((r) => setTimeout(r, 5));
-          return tx.append([{ ...drain(), session: name, saw: last } as TurnfoldEvent]);
+          return tx.append([{ ...drain(), session: name, saw: last } as unknown as TurnfoldEvent]);
         });
       const [a, b, c] = await Promise.all([body("a"), body("b"), log.append([drain()])]);
       const events = await log.readPage();
