@@ -8,7 +8,8 @@ import { copyFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadSuite } from "../src/conform/cases.js";
-import { expectedTurns } from "../src/conform/run.js";
+import type { Implementation } from "../src/conform/implementation.js";
+import { expectedTurns, judge, runGenerated, withoutSeqs } from "../src/conform/run.js";
 import type { Stored } from "../src/events/index.js";
 import { cliAsync, cliEntry } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";
@@ -131,5 +132,44 @@ describe("turnfold conform reports a child that misbehaves, and never crashes", 
     const missing = await cliAsync(["conform", "--cases", "/nonexistent", "--cmd", "true"]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("--cases /nonexistent");
+  });
+});
+
+describe("fuzzing finds batching bugs (issue 48)", () => {
+  /** An implementation with one rule wrong: a turn never carries more than two members (the rest go in further turns). */
+  const atMostTwo: Implementation = {
+    async run(events) {
+      const stored = events.map((event, i) => ({ ...(event as object), seq: i + 1 }) as Stored);
+      const turns = expectedTurns(stored).flatMap((turn) => {
+        const members = turn.members ?? [];
+        if (members.length <= 2) return [turn];
+        const parts = [];
+        for (let i = 0; i < members.length; i += 2) parts.push({ ...turn, members: members.slice(i, i + 2) });
+        return parts;
+      });
+      return { ok: true, turns, statusLines: [] };
+    },
+    close: async () => undefined,
+  };
+
+  it.each([20261201, 7, 1234567])("the suite's settings catch \"at most 2 members\" within 100 generated histories (seed %i)", async (seed) => {
+    const result = await runGenerated(atMostTwo, { runs: 100, seed, text: false });
+    expect(result.failure, `seed ${seed}: ${result.runs} runs`).toBeDefined();
+  });
+
+  // Seed 109: the one seed of the first 120 at which the old default mix let the wrong rule through.
+  it.each([109, 20261201, 7])("histories() with no mix catches \"at most 2 members\" within 100 runs, as a user's own property would (seed %i)", async (seed) => {
+    const fc = (await import("fast-check")).default;
+    const { histories } = await import("../src/arbitraries/index.js");
+    const property = fc.asyncProperty(histories(), async (events) => judge(await atMostTwo.run(withoutSeqs(events)), { turns: expectedTurns(events) }, false).ok);
+    const details = await fc.check(property, { numRuns: 100, seed });
+    expect(details.failed, `seed ${seed}`).toBe(true);
+  });
+
+  it("the mixes are exported by name, with the History builder", async () => {
+    const arbitraries = await import("../src/arbitraries/index.js");
+    expect(Object.keys(arbitraries.mixes).sort()).toEqual(["batching", "handoffs", "ownership", "restarts", "stale"]);
+    const built = new arbitraries.History().open("s", "tui").completions("s", ["p1"]).drain("s", "tui-poller").events;
+    expect(built.map((e) => e.type)).toEqual(["session.opened", "process.started", "process.exited", "drain"]);
   });
 });

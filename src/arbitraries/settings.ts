@@ -3,10 +3,13 @@
  * in one list, so that `turnfold conform --runs` fuzzes another implementation with the
  * same histories turnfold's own properties see.
  */
-import type { HistoryOptions } from "./histories.js";
+import { mixes, type HistoryOptions } from "./histories.js";
 
 export const suiteSettings: readonly HistoryOptions[] = [
   {},
+  // Turns of three members and more, often: a batching rule gone wrong shows within 100 runs.
+  { sessions: 2, mix: mixes.batching },
+  { sessions: 1, mix: mixes.batching },
   { maxSteps: 40 },
   { mix: { consume: 6, poll: 3 } },
   { mix: { poll: 4 } },
@@ -22,7 +25,8 @@ export const suiteSettings: readonly HistoryOptions[] = [
   { surfaces: ["cli", "tui", "gateway", "api"], mix: { drain: 6, input: 4, turn: 3 } },
   { surfaces: ["gateway", "gateway", "tui"], mix: { drain: 1, wait: 2 } },
   { sessions: 5, maxSteps: 120, settle: false },
-  { mix: { restart: 4, exit: 6, notice: 3, consume: 1 } },
-  { mix: { stale: 3, wait: 3, drain: 5, notice: 3 } },
-  { surfaces: ["cli", "tui", "desktop", "dashboard", "api"], mix: { handoff: 4, compress: 2, close: 1, notice: 3 } },
+  { mix: mixes.restarts },
+  { mix: mixes.stale },
+  { surfaces: ["cli", "tui", "desktop", "dashboard", "api"], mix: mixes.handoffs },
+  { mix: mixes.ownership },
 ];
