@@ -3,7 +3,8 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { mergeReportParts, type ReportPart } from "../src/report/data.js";
-import { cli } from "./support/cli.js";
+import { spawnSync } from "node:child_process";
+import { cli, cliEntry } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";
 
 const dir = tempDir();
@@ -264,4 +265,30 @@ describe("one CLI shape (issue 48)", () => {
       expect(lines.at(-1)).toContain("--help");
     }
   });
+});
+
+describe("progress on a terminal (issue 48)", () => {
+  it("items, sessions and import show a bar on stderr for a long log when stderr is a terminal, and nothing when it is not", async () => {
+    const { openLog } = await import("../src/open.js");
+    const db = join(dir, "long.sqlite");
+    const log = await openLog(db);
+    for (let batch = 0; batch < 12; batch++) {
+      await log.append(Array.from({ length: 5000 }, (_, i) => ({ type: "process.exited" as const, at: batch * 5000 + i, process: `p${batch}-${i}`, exitCode: 0, reason: "exited" as const, output: "", owner: "s" })));
+    }
+    await log.close();
+    // `script` gives the command a terminal, as a user's shell would.
+    const onTerminal = (args: string) => spawnSync("script", ["-qec", `"${process.execPath}" "${cliEntry}" ${args} > /dev/null`, "/dev/null"], { encoding: "utf8", env: { ...process.env, TURNFOLD_DB: "" } });
+    for (const command of ["items", "sessions"]) {
+      const run = onTerminal(`${command} "${db}"`);
+      expect(run.status, run.stdout + run.stderr).toBe(0);
+      expect(run.stdout).toMatch(/folding \[#*\s*\] \d+%/);
+    }
+    const piped = cli(["items", db]);
+    expect(piped.stderr).toBe("");
+    const exported = join(dir, "long.jsonl");
+    writeFileSync(exported, cli(["export", "--db", db]).stdout);
+    const imported = onTerminal(`import "${exported}" --db "${join(dir, "long-copy.sqlite")}"`);
+    expect(imported.stdout).toMatch(/importing \[#*\s*\] \d+%/);
+    expect(imported.stdout).toContain("imported 60000 events");
+  }, 60_000);
 });

@@ -10,7 +10,7 @@ import { replay } from "../projections/replay.js";
 import { verifyRecorded } from "../projections/verify.js";
 import { History, ids } from "../testing/history-builder.js";
 import { runCommand, writeOut } from "./io.js";
-import { styler, useColour } from "./style.js";
+import { count, styler, useColour } from "./style.js";
 
 /** A recorded afternoon: a backlog with a failure, a watch hit, a subagent, a foreign session, a busy turn. */
 function afternoon(): History {
@@ -47,7 +47,7 @@ export function demoCommand(program: Command): void {
             "",
             ...turns.map((t) => `  seq ${t.seq}  ${t.session}  ${t.consumer}  ${paint.cyan(t.kind)}  ${t.members.length} member${t.members.length === 1 ? "" : "s"}: ${t.members.join(", ")}`),
             "",
-            `${plural(turns.length, "turn")} instead of ${completions + 2} (one per completion, watch hit and result); ${plural(recorded, "dispatch", "dispatches")} recorded in the log.`,
+            `${count(turns.length, "turn")} instead of ${completions + 2} (one per completion, watch hit and result); ${count(recorded, "dispatch", "dispatches")} recorded in the log.`,
             "The foreign session's deploy stays queued for its owner; the second copy of the subagent result made no turn.",
             verdict.ok ? paint.green("replay --verify: the recorded dispatches match the re-derived turns") : paint.red("replay --verify: MISMATCH"),
             "",
@@ -63,7 +63,3 @@ export function demoCommand(program: Command): void {
     );
 }
 
-/** `1 turn`, `2 turns`. */
-function plural(n: number, one: string, many = `${one}s`): string {
-  return `${n} ${n === 1 ? one : many}`;
-}

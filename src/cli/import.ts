@@ -8,7 +8,7 @@ import { openLog } from "../open.js";
 import { dbOption } from "./options.js";
 import { InputError, requireFile, runCommand, withInputFile } from "./io.js";
 import { jsonlFilePages } from "./load-session.js";
-import { count } from "./style.js";
+import { count, progress } from "./style.js";
 
 const shownProblems = 20;
 
@@ -62,8 +62,9 @@ async function importFile(path: string, file: string, db: string): Promise<void>
   // Two passes, neither holding the file: every line is checked first, and only a
   // file without a problem is appended, page by page, in one transaction.
   const oddDrains = new OddDrains();
+  let total = 0;
   try {
-    for await (const _page of eventPages(path, file, true, (event) => oddDrains.look(event)));
+    for await (const page of eventPages(path, file, true, (event) => oddDrains.look(event))) total += page.events.length;
   } catch (error) {
     throw error instanceof JsonlProblems ? nothing() : error;
   }
@@ -75,14 +76,18 @@ async function importFile(path: string, file: string, db: string): Promise<void>
       let count = 0;
       let records = 0;
       let moved = false;
+      // On a terminal, a bar on stderr while the checked file is appended.
+      const bar = progress(total, "importing");
       for await (const page of eventPages(path, file, false)) {
         const appended = await tx.append(page.events);
+        bar.tick(count + appended.length);
         first ??= appended[0];
         last = appended.at(-1) ?? last;
         count += appended.length;
         records += page.records;
         moved ||= appended[0] !== page.firstSeq;
       }
+      bar.done();
       return { first, last, count, records, moved };
     });
     process.stderr.write(`imported ${seqs.count} events into ${redactUrl(db)} (seq ${seqs.first}–${seqs.last})\n`);

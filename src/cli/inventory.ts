@@ -6,6 +6,7 @@ import { Inventory, type ItemRow, type SessionRow } from "../report/inventory.js
 import { openHistory } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
 import { budgetOption, foldOptions, logToRead, outputTailOption, readLogOption, staleAfterOption } from "./options.js";
+import { progress } from "./style.js";
 
 interface InventoryOptions {
   json?: boolean;
@@ -80,10 +81,15 @@ export function inventoryCommands(program: Command): void {
 async function fold(file: string, options: InventoryOptions, onItem: (row: ItemRow, query: FoldQuery) => void, afterPage?: () => Promise<void>): Promise<SessionRow[]> {
   const history = await openHistory(file);
   const inventory: Inventory = new Inventory((row) => onItem(row, inventory.query), foldOptions(options));
+  // On a terminal, a bar on stderr for a long log.
+  const bar = progress(history.size ?? 0, "folding");
+  let read = 0;
   for await (const page of history.pages) {
     for (const event of page) inventory.push(event);
+    bar.tick((read += page.length));
     await afterPage?.();
   }
+  bar.done();
   return inventory.finish();
 }
 

@@ -28,7 +28,7 @@ export function progress(total: number, label: string) {
   };
 }
 
-/** "1 turn", "2 turns". */
-export function count(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+/** "1 turn", "2 turns" ("1 dispatch", "2 dispatches" with `plural`). */
+export function count(n: number, noun: string, plural = `${noun}s`): string {
+  return `${n} ${n === 1 ? noun : plural}`;
 }
