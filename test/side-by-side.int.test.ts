@@ -93,3 +93,45 @@ describe("a session says \"I read that\" with its own token (issue 48)", () => {
     }
   }, 30_000);
 });
+
+describe("the turn stream leaves a client nothing to guess (issue 48)", () => {
+  it("each turn has an id of its own (the SSE id), and the drain's seq as drainSeq: three turns of one drain, three ids", async () => {
+    const r = await running(join(dir, "ids.sqlite"));
+    try {
+      const token = await openSession(r, "ids");
+      const produce = (events: unknown[]) => call(r.url, "POST", "/v1/events", producerToken, events);
+      const events = [
+        { type: "process.started", at: Date.now(), process: "p-w", owner: "ids", command: "tail -f app.log", notify: true },
+        { type: "watch.matched", at: Date.now(), process: "p-w", pattern: "ERROR", output: "ERROR one", suppressed: 0 },
+        { type: "process.exited", at: Date.now(), process: "p-a", exitCode: 0, reason: "exited", output: "a", owner: "ids" },
+      ];
+      const posted = await produce(events);
+      expect(posted.status, posted.text).toBeLessThan(300);
+      expect((await call(r.url, "POST", "/v1/sessions/ids/drain", token, { consumer: "tui-poller" })).status).toBe(200);
+      const stream = openStream(r.url, "ids", token);
+      await stream.waitFor(2);
+      stream.close();
+      const turns = stream.events.map((e) => e.data as unknown as { id: number; drainSeq: number; seq: number });
+      expect(new Set(turns.map((t) => t.id)).size).toBe(turns.length);
+      expect(turns.map((t) => t.id)).toEqual(stream.events.map((e) => Number(e.id)));
+      expect(new Set(turns.map((t) => t.drainSeq)).size).toBe(1);
+      expect(turns.every((t) => t.seq === t.drainSeq)).toBe(true);
+    } finally {
+      await stop(r);
+    }
+  }, 30_000);
+
+  it("a token that is no token is told so, not that a token is required", async () => {
+    const r = await running(join(dir, "tokens.sqlite"));
+    try {
+      const none = await call(r.url, "POST", "/v1/events", undefined, []);
+      expect(none.body["error"]).toContain("a producer token is required");
+      const bad = await call(r.url, "POST", "/v1/events", "short", []);
+      expect(bad.status).toBe(401);
+      expect(bad.body["error"]).toContain("holds no token turnfold could have issued");
+      expect(bad.text).not.toContain("short");
+    } finally {
+      await stop(r);
+    }
+  }, 30_000);
+});

@@ -80,10 +80,16 @@ export interface ServiceContext {
   act(judge: (query: FoldQuery) => void, events: () => TurnfoldEvent[]): Promise<readonly number[]>;
 }
 
+/** Why a request's Authorization header gives no token: none was sent, or it is not one (never echoing what was sent). */
+function missingToken(what: string, header: string | undefined): string {
+  if (header === undefined || header.trim() === "") return `${what} is required (Authorization: Bearer TOKEN)`;
+  return `the Authorization header holds no token turnfold could have issued: expected "Bearer TOKEN" with ${what} (16 to 512 characters of letters, digits and - . _ ~ + /)`;
+}
+
 /** 401 without a well-formed token, 403 for a token that is not the producers'. */
 export function requireProducer(context: ServiceContext, request: FastifyRequest): void {
   const token = bearer(request.headers.authorization);
-  if (token === undefined) throw new HttpError(401, { error: "a producer token is required (Authorization: Bearer …)" });
+  if (token === undefined) throw new HttpError(401, { error: missingToken("a producer token", request.headers.authorization) });
   if (!sameSecret(token, context.options.producerToken)) throw new HttpError(403, { error: "this token may not produce events" });
 }
 
@@ -109,7 +115,7 @@ export interface Reader {
 /** `requireSession`, and the reader it makes of the caller. */
 export function requireReader(context: ServiceContext, request: SessionRequest): Reader {
   const raw = bearer(request.headers.authorization);
-  if (raw === undefined) throw new HttpError(401, { error: "a session token is required (Authorization: Bearer …)" });
+  if (raw === undefined) throw new HttpError(401, { error: missingToken("a session token", request.headers.authorization) });
   const token = sessionToken(raw);
   const key = request.params.key;
   if (typeof key !== "string" || !context.directory.allows(token, key)) throw new HttpError(404, noSuchSession);

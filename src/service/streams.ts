@@ -29,10 +29,15 @@ export interface Stream {
   pending: Stored[] | undefined;
 }
 
-/** A stream event for a record: its seq as the id, its turn in the `replay --json` format. */
+/**
+ * A stream event for a record: its seq as the SSE id, its turn in the `replay --json`
+ * format, with the turn's own `id` (the record's seq, one per turn) and `drainSeq` (the
+ * drain that decided it, which several turns share; `seq` stays as its old name).
+ */
 function turnEvent(record: Stored): string {
   const turn = fromRecord(record as Stored<Extract<TurnfoldEvent, { type: "notification.dispatched" }>>);
-  return `id: ${record.seq}\nevent: turn\ndata: ${turnJson(turn)}\n\n`;
+  const data = { id: record.seq, drainSeq: turn.seq, ...(JSON.parse(turnJson(turn)) as Record<string, unknown>) };
+  return `id: ${record.seq}\nevent: turn\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
 /** Whether a stream takes no more writes (its client went, or the server ended it). */
