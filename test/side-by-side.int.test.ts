@@ -135,3 +135,30 @@ describe("the turn stream leaves a client nothing to guess (issue 48)", () => {
     }
   }, 30_000);
 });
+
+describe("explain is bounded per token (issue 46, item 4)", () => {
+  it("a token with an explain running gets 429 for another at once; another token's explain is answered meanwhile", async () => {
+    const db = join(dir, "explains.sqlite");
+    const r = await running(db);
+    try {
+      const busy = await openSession(r, "busy");
+      const calm = await openSession(r, "calm");
+      // A log long enough that explains overlap.
+      for (let batch = 0; batch < 8; batch++) {
+        await r.log.append(Array.from({ length: 5000 }, (_, i) => ({ type: "process.exited" as const, at: i, process: `x${batch}-${i}`, exitCode: 0, reason: "exited" as const, output: "", owner: "busy" })));
+      }
+      const many = await Promise.all([0, 1, 2, 3].map(() => call(r.url, "GET", "/v1/sessions/busy/explain/x0-1", busy)));
+      const statuses = many.map((m) => m.status).sort();
+      expect(statuses).toContain(200);
+      expect(statuses).toContain(429);
+      const refused = many.find((m) => m.status === 429)!;
+      expect(refused.body["error"]).toContain("one at a time");
+      const [other] = await Promise.all([call(r.url, "GET", "/v1/sessions/calm/explain/x0-1", calm), call(r.url, "GET", "/v1/sessions/busy/explain/x0-1", busy)]);
+      expect(other.status).toBe(404);
+      // Once answered, the token may ask again.
+      expect((await call(r.url, "GET", "/v1/sessions/busy/explain/x0-1", busy)).status).toBe(200);
+    } finally {
+      await stop(r);
+    }
+  }, 60_000);
+});
