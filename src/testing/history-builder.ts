@@ -2,7 +2,7 @@
  * A builder for recorded histories: events in order, seq and time assigned. Handy for
  * given/when/then tests of your own, and how the shipped examples are made.
  */
-import type { DrainConsumer, Stored, Surface, TurnfoldEvent } from "../events/index.js";
+import type { DrainConsumer, Stored, Surface, TurnfoldEvent } from "../events/schema.js";
 
 type Input = TurnfoldEvent;
 
