@@ -9,9 +9,11 @@ import { openLog } from "../src/open.js";
 import { createService } from "../src/service/server.js";
 import { call, openStream, producerToken } from "./support/serve.js";
 import { openSession, running, stop } from "./support/running.js";
+import { testDatabase } from "./support/postgres.js";
 import { tempDir } from "./support/tmp.js";
 
 const dir = tempDir("turnfold-side-by-side-");
+const database = await testDatabase();
 
 describe("servers side by side agree on tokens", () => {
   const closers: (() => Promise<void>)[] = [];
@@ -161,4 +163,31 @@ describe("explain is bounded per token (issue 46, item 4)", () => {
       await stop(r);
     }
   }, 60_000);
+});
+
+describe.skipIf(database === undefined)("acts that producers cannot starve, on PostgreSQL (issue 46, item 5)", () => {
+  it("with 8 producers appending all the while, every drain is answered, none with 503", async () => {
+    const r = await running(database!.freshLog());
+    try {
+      const token = await openSession(r, "acting");
+      await openSession(r, "noise");
+      let producing = true;
+      let produced = 0;
+      const producer = async (n: number) => {
+        for (let i = 0; producing; i++) {
+          const sent = await call(r.url, "POST", "/v1/events", producerToken, [{ type: "process.exited", at: Date.now(), process: `noise-${n}-${i}`, exitCode: 0, reason: "exited", output: "", owner: "noise" }]);
+          if (sent.status === 200) produced++;
+        }
+      };
+      const producers = Array.from({ length: 8 }, (_, n) => producer(n));
+      const statuses: number[] = [];
+      for (let i = 0; i < 20; i++) statuses.push((await call(r.url, "POST", "/v1/sessions/acting/drain", token, { consumer: "tui-poller" })).status);
+      producing = false;
+      await Promise.all(producers);
+      expect(produced).toBeGreaterThan(100);
+      expect(statuses.filter((s) => s !== 200), JSON.stringify(statuses)).toEqual([]);
+    } finally {
+      await stop(r);
+    }
+  }, 120_000);
 });

@@ -78,6 +78,8 @@ export interface ServiceContext {
    * answer given is the one the fold gives when it folds them. `judge` throws the refusal.
    */
   act(judge: (query: FoldQuery) => void, events: () => TurnfoldEvent[]): Promise<readonly number[]>;
+  /** Runs a write of this server after the ones before it (acts and producers' appends take turns). */
+  oneWriter<T>(body: () => Promise<T>): Promise<T>;
 }
 
 /** Why a request's Authorization header gives no token: none was sent, or it is not one (never echoing what was sent). */

@@ -95,7 +95,7 @@ export function eventRoutes(context: ServiceContext): void {
     const problems = [...longKeys(body), ...(options.allowUnaddressed ? [] : ownerProblems(body, authority.query)), ...(await takenDelegations(context, body))];
     if (problems.length > 0) throw refused(problems.sort((a, b) => a.index - b.index));
     if (key === undefined) return { seqs: await rejectInvalid(() => context.append(body as TurnfoldEvent[])) };
-    const outcome = (await rejectInvalid(() => appendOnce(log, key, body as TurnfoldEvent[])))!;
+    const outcome = (await rejectInvalid(() => context.oneWriter(() => appendOnce(log, key, body as TurnfoldEvent[]))))!;
     if ("conflict" in outcome) throw new HttpError(422, { error: "this Idempotency-Key was used for another batch: a retry must send the same events; a new batch needs a new key" });
     if (!outcome.replayed) await context.appended(body as TurnfoldEvent[], outcome.seqs);
     if (outcome.replayed) void reply.header("idempotent-replayed", "true");
