@@ -590,3 +590,28 @@ describe("/metrics", () => {
     expect(await server.exited).toBe(0);
   });
 });
+
+describe("run's catch-up in one line (issue 48)", () => {
+  it("the turns recorded while catching up with the log are one caught-up line with their count; a turn after it is a line of its own", async () => {
+    const db = freshDb();
+    const log = await openLog(db);
+    const events: TurnfoldEvent[] = [{ type: "session.opened", at: 1, session: "c1", surface: "tui" }];
+    for (let i = 0; i < 40; i++) events.push(exit(`c${i}`, "c1"), { type: "drain", at: 2 + i, session: "c1", consumer: "tui-poller" });
+    await log.append(events);
+    const run = cliLive(["run", "--db", db, "--json"]);
+    let stderr = "";
+    run.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const lines = () => stderr.trim().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { event: string; turns?: number; decidedAt?: number });
+    const deadline = Date.now() + 20_000;
+    while (!lines().some((l) => l.event === "caught-up") && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    await log.append([exit("c-live", "c1"), { type: "drain", at: Date.now(), session: "c1", consumer: "tui-poller" }]);
+    while (!lines().some((l) => l.event === "turn") && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    run.kill("SIGTERM");
+    expect(await new Promise<number | null>((resolve) => run.on("exit", resolve))).toBe(0);
+    await log.close();
+    expect(lines().filter((l) => l.event === "caught-up")).toEqual([expect.objectContaining({ turns: 40 })]);
+    const turns = lines().filter((l) => l.event === "turn");
+    expect(turns).toHaveLength(1);
+    expect(turns[0]!.decidedAt).toBeTypeOf("number");
+  }, 60_000);
+});

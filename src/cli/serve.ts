@@ -43,7 +43,7 @@ export function runCommands(program: Command): void {
         const log = await openLog(options.db, { create: true });
         const say = reporter(options.json ?? false);
         const { startPipeline } = await import("../service/pipeline.js");
-        const pipeline = startPipeline({ log, ...(options.url ? { sinkUrl: options.url } : {}), ...foldOptions(options), ...giveUp(options), report: (e: PipelineEvent) => say({ ...e }) });
+        const pipeline = startPipeline({ log, ...(options.url ? { sinkUrl: options.url } : {}), ...foldOptions(options), ...giveUp(options), report: catchUpSummed((e) => say({ ...e })) });
         say({ event: "running", db: redactUrl(options.db), sink: options.url ? shownSinkUrl(options.url) : "(none: record only)" });
         void stopped(signal).then(() => pipeline.stop());
         return finish(pipeline, log, say);
@@ -102,6 +102,7 @@ export function runCommands(program: Command): void {
           if (made !== undefined) for (const file of [made, `${made}-wal`, `${made}-shm`]) rmSync(file, { force: true });
           throw listenError(options.host, options.port, error);
         }
+        const summed = catchUpSummed((e) => say({ ...e }));
         pipeline = startPipeline({
           log,
           ...(options.url ? { sinkUrl: options.url } : {}),
@@ -109,7 +110,7 @@ export function runCommands(program: Command): void {
           ...giveUp(options),
           report: (e: PipelineEvent) => {
             service.metrics.observe(e);
-            say({ ...e });
+            summed(e);
           },
         });
         say({ event: "listening", address, db: redactUrl(options.db) });
@@ -162,4 +163,18 @@ async function finish(pipeline: Pipeline, log: TurnfoldLog, say: (fields: Record
   await log.close();
   say({ event: "stopped", folded: pipeline.folded() });
   return 0;
+}
+
+/**
+ * The pipeline's lines as `run` and `serve` print them: the turns recorded while catching
+ * up with the log as it stood at the start are one `caught-up` line with their count (a
+ * long log printed one line per turn: 88,769 of them), and every turn after it a line.
+ */
+function catchUpSummed(say: (e: PipelineEvent) => void): (e: PipelineEvent) => void {
+  let caughtUp = false;
+  return (e) => {
+    if (e.event === "caught-up") caughtUp = true;
+    else if (!caughtUp && e.event === "turn" && e.decidedAt === undefined) return;
+    say(e);
+  };
 }

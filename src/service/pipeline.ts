@@ -23,9 +23,11 @@ export type PipelineEvent =
       readonly session: string;
       readonly kind: string;
       readonly members: number;
-      /** When the event that decided it was appended (its `at`), for a turn decided since the pipeline started. */
+      /** When its record was appended (its `at`), for a turn decided by a drain appended since the pipeline started. */
       readonly decidedAt?: number;
     }
+  /** The live runner has folded the log as it stood when the pipeline started, recording `turns` turns on the way. */
+  | { readonly event: "caught-up"; readonly folded: number; readonly turns: number }
   | { readonly event: "delivered"; readonly record: number; readonly session: string }
   | { readonly event: "retry"; readonly record: number; readonly session: string; readonly reason: string }
   | {
@@ -81,6 +83,8 @@ export function startPipeline(options: PipelineOptions): Pipeline {
   let backlog: { records: number; oldestAt: number | undefined } | undefined;
   /** Turns recorded past this seq were decided while the pipeline ran: their latency counts. */
   let liveFrom = Number.POSITIVE_INFINITY;
+  let caughtUp = false;
+  let caughtUpTurns = 0;
   void log.lastSeq().then(
     (last) => (liveFrom = last),
     () => undefined,
@@ -97,9 +101,18 @@ export function startPipeline(options: PipelineOptions): Pipeline {
     ...(options.giveUpAfterMs !== undefined ? { giveUpAfterMs: options.giveUpAfterMs } : {}),
     recorded: (record) => {
       const turn = fromRecord(record);
-      report({ event: "turn", seq: turn.seq, record: record.seq, session: turn.session, kind: turn.kind, members: turn.members.length, ...(record.seq > liveFrom ? { decidedAt: record.at } : {}) });
+      // Decided by a drain already in the log at the start: part of the catch-up.
+      const before = turn.seq <= liveFrom;
+      if (before) caughtUpTurns++;
+      report({ event: "turn", seq: turn.seq, record: record.seq, session: turn.session, kind: turn.kind, members: turn.members.length, ...(before ? {} : { decidedAt: record.at }) });
     },
-    progress: (seq) => (folded = seq), ...(options.budget ? { budget: options.budget } : {}), ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}), ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}) }).subscribe({
+    progress: (seq) => (folded = seq),
+    // Idle past the start's end: every turn decided up to it is recorded.
+    idle: (seq) => {
+      if (caughtUp || seq < liveFrom) return;
+      caughtUp = true;
+      report({ event: "caught-up", folded: seq, turns: caughtUpTurns });
+    }, ...(options.budget ? { budget: options.budget } : {}), ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}), ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}) }).subscribe({
     // The error is handed on before stopping: once stopped, `done` is settled.
     error: (error: unknown) => {
       settle.reject(error);
