@@ -7,7 +7,7 @@ import { InvalidArgumentError, Option, type Command } from "commander";
 import { redactUrl } from "../events/urls.js";
 import { pushModes, type PushMode } from "../mcp/modes.js";
 import type { HeldKey } from "../mcp/key-lock.js";
-import { agentHosts, hostOf, sessionFromHost, sessionKey, type AgentHost } from "../mcp/host.js";
+import { agentHosts, codexThreadKey, hostOf, sessionFromHost, sessionKey, type AgentHost } from "../mcp/host.js";
 import { reporter, runCommand, stopSignal, stopped } from "./io.js";
 import { outputTailOption, parseDuration, positiveInt, staleAfterOption } from "./options.js";
 
@@ -90,7 +90,7 @@ export function mcpCommand(program: Command): void {
         const spoolRoot = join(stateDir(), "spool", log.logId);
         // A key the host names is one conversation's: a second live server of it (a host
         // running several conversations in one process) takes a key of its own.
-        const [{ holdKey, contested }, { hooksInstalled }, { codexThreadKey }, { hookSocketPath }] = await Promise.all([import("../mcp/key-lock.js"), import("../mcp/hook.js"), import("../mcp/host.js"), import("../mcp/hook-socket.js")]);
+        const [{ holdKey, contested }, { hooksInstalled }, { hookSocketPath }, { sweepSpools }] = await Promise.all([import("../mcp/key-lock.js"), import("../mcp/hook-hosts.js"), import("../mcp/hook-socket.js"), import("../mcp/spool.js")]);
         let held: HeldKey | undefined;
         const place = (key: string) => {
           held = holdKey(spoolRoot, key, options.session !== undefined);
@@ -102,7 +102,6 @@ export function mcpCommand(program: Command): void {
           sweepSpools(spoolRoot, spoolDir);
           return { session: held.key, spoolDir };
         };
-        const { sweepSpools } = await import("../mcp/spool.js");
         const keyFromCall = options.session === undefined && options.host === "codex" ? codexThreadKey : undefined;
         const server = await startMcpServer(
           {

@@ -50,6 +50,20 @@ export function isAlive(pid: number, start: string | undefined): boolean {
   return now !== undefined && (start === undefined || now === start);
 }
 
+/** A process as a stamp file names it: `PID START` (this process by default); undefined without /proc. */
+export function processStamp(pid = process.pid): string | undefined {
+  const stat = procStat(pid);
+  return stat === undefined ? undefined : `${stat.pid} ${stat.start}`;
+}
+
+/** The pid a stamp (`PID START`) names while that very process still runs, else undefined. */
+export function stampedProcess(stamp: string): number | undefined {
+  const [pid, start] = stamp.trim().split(" ");
+  if (pid === undefined || pid === "") return undefined;
+  const running = procStat(Number(pid));
+  return running !== undefined && running.start === start ? running.pid : undefined;
+}
+
 /** This machine as a log can name it: its hostname and the id of its current boot. */
 export interface HostIdentity {
   readonly host: string;

@@ -118,19 +118,18 @@ export async function claimTurns(log: EventStore, session: string, by: HandoverH
     return taken;
   });
   if (seqs.length === 0) return undefined;
+  return { claim, session, records: await readRecords(log, seqs) };
+}
+
+/** The dispatch records at `seqs`, one read each (the seqs of one session's waiting turns are few and far apart). */
+export async function readRecords(log: EventStore, seqs: readonly number[]): Promise<StoredDispatch[]> {
   const records: StoredDispatch[] = [];
   for (const seq of seqs) {
     const [record] = await log.readPage({ from: seq, limit: 1 });
     if (record?.type !== "notification.dispatched") throw new Error(`the log's hand-over names record ${seq}, which is not a dispatch record`);
     records.push(record as StoredDispatch);
   }
-  return { claim, session, records };
-}
-
-/** How many of the session's records wait to be handed over (held by a live claim or not). */
-export async function waitingCount(log: EventStore, session: string): Promise<number> {
-  const legacy = await log.deliveredTo(`mcp:${session}`);
-  return (await log.rows(handoverProjection, { tag: session })).filter((row) => !legacy.has(row.record)).length;
+  return records;
 }
 
 /** The records of the session that wait to be handed over, oldest first. */
@@ -170,12 +169,17 @@ export async function handOver(
 ): Promise<readonly StoredDispatch[]> {
   const taken = await claimTurns(log, session, by, options);
   if (taken === undefined) return [];
+  await deliver(log, taken, () => give(taken.records));
+  return taken.records;
+}
+
+/** The second half of a hand-over: `give` the claimed records, then record it; a `give` that throws releases the claim and rethrows. */
+export async function deliver(log: EventStore, taken: Claim, give: () => Promise<void>): Promise<void> {
   try {
-    await give(taken.records);
+    await give();
   } catch (error) {
     await settleClaim(log, taken, "released").catch(() => undefined);
     throw error;
   }
   await settleClaim(log, taken, "handed");
-  return taken.records;
 }

@@ -27,7 +27,7 @@ import { z } from "zod";
 import type { DrainConsumer } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
 import type { AgentHost } from "./host.js";
-import { claimTurns, holder, settleClaim, type Claim } from "./handover.js";
+import { claimTurns, deliver, holder, type Claim } from "./handover.js";
 import { hookEvents, hostHooks } from "./hook-hosts.js";
 export { hookEvents, hooksInstalled, settingsFiles } from "./hook-hosts.js";
 
@@ -136,31 +136,15 @@ export async function claimHookAnswer(log: EventStore, session: string, input: H
 }
 
 /**
- * Answers one hook of `host` in this process: drains (asking the session's running server
- * first, when `ask` is given, else folding the log here), claims, writes the answer
- * (`write` resolves once it is out), and records the hand-over; a write that fails frees
- * the turns again. Returns what it wrote ("" for nothing).
+ * Answers one hook of `host` in this process, when no server of the session answered it
+ * (hook-socket.ts): drains by folding the log here, claims, writes the answer (`write`
+ * resolves once it is out), and records the hand-over; a write that fails frees the turns
+ * again. Returns what it wrote ("" for nothing).
  */
-export async function runHook(
-  log: EventStore,
-  session: string,
-  input: HookInput,
-  write: (line: string) => Promise<void>,
-  host: AgentHost = "claude-code",
-  /** Asks the session's running server to drain (hook-socket.ts): true once it did. */
-  ask?: (consumer: DrainConsumer) => Promise<boolean>,
-): Promise<string> {
-  const answer = await claimHookAnswer(log, session, input, host, async (consumer) => {
-    if (!(await ask?.(consumer).catch(() => false))) await drainIfReady(log, session, consumer, 20_000);
-  });
+export async function runHook(log: EventStore, session: string, input: HookInput, write: (line: string) => Promise<void>, host: AgentHost = "claude-code"): Promise<string> {
+  const answer = await claimHookAnswer(log, session, input, host, (consumer) => drainIfReady(log, session, consumer, 20_000));
   if (answer === undefined) return "";
-  try {
-    await write(answer.line);
-  } catch (error) {
-    await settleClaim(log, answer.taken, "released").catch(() => undefined);
-    throw error;
-  }
-  await settleClaim(log, answer.taken, "handed");
+  await deliver(log, answer.taken, () => write(answer.line));
   return answer.line;
 }
 

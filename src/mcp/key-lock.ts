@@ -15,7 +15,7 @@
  */
 import { appendFileSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { procStat } from "../ledger/process-identity.js";
+import { processStamp, stampedProcess } from "../ledger/process-identity.js";
 
 /** A key this process holds: `release()` gives it back (only while the lock is still ours). */
 export interface HeldKey {
@@ -25,22 +25,13 @@ export interface HeldKey {
   release(): void;
 }
 
-const stampOf = (pid: number) => {
-  const stat = procStat(pid);
-  return stat === undefined ? undefined : `${stat.pid} ${stat.start}`;
-};
-
 /** The live process a lock file names, or undefined when the file is missing or its process is gone. */
 function holderOf(file: string): number | undefined {
-  let text: string;
   try {
-    text = readFileSync(file, "utf8").trim();
+    return stampedProcess(readFileSync(file, "utf8"));
   } catch {
     return undefined;
   }
-  const [pid, start] = text.split(" ");
-  const running = procStat(Number(pid));
-  return running !== undefined && running.start === start ? running.pid : undefined;
 }
 
 /** Takes the lock at `file` for this process: true when it is ours now. */
@@ -71,7 +62,7 @@ function tryLock(file: string, stamp: string): boolean {
  * with `--session`) the key is taken whoever else runs it.
  */
 export function holdKey(root: string, key: string, share: boolean): HeldKey {
-  const stamp = stampOf(process.pid);
+  const stamp = processStamp();
   // No /proc: nothing can prove a holder alive, so keys are not locked.
   if (stamp === undefined) return { key, busy: undefined, release: () => undefined };
   let busy: HeldKey["busy"];
@@ -110,10 +101,5 @@ export function contested(root: string, key: string): boolean {
   } catch {
     return false;
   }
-  return text.split("\n").some((line) => {
-    const [pid, start] = line.trim().split(" ");
-    if (pid === undefined || pid === "") return false;
-    const running = procStat(Number(pid));
-    return running !== undefined && running.start === start;
-  });
+  return text.split("\n").some((line) => stampedProcess(line) !== undefined);
 }

@@ -31,6 +31,14 @@ export interface SessionHistory {
   readonly lost: readonly Started[];
 }
 
+/** Whether the log has opened `session` before (a resumed key). */
+export async function sessionKnown(log: EventStore, session: string): Promise<boolean> {
+  for await (const page of readPages((o) => log.readPage(o), { type: "session.opened" })) {
+    if (page.some((e) => (e as Stored<EventOf<"session.opened">>).session === session)) return true;
+  }
+  return false;
+}
+
 /** Reads what the log holds of `session`'s processes: their numbering, and the lost ones. */
 export async function readHistory(log: EventStore, session: string): Promise<SessionHistory> {
   const open = new Map<string, Started>();
@@ -48,13 +56,7 @@ export async function readHistory(log: EventStore, session: string): Promise<Ses
       for (const event of page) open.delete((event as Stored<EventOf<"process.exited">>).process);
     }
   }
-  let known = false;
-  for await (const page of readPages((o) => log.readPage(o), { type: "session.opened" })) {
-    if (page.some((e) => (e as Stored<EventOf<"session.opened">>).session === session)) {
-      known = true;
-      break;
-    }
-  }
+  const known = await sessionKnown(log, session);
   const lost = [...open.values()].filter(supervisorGone);
   return { known, lastIndex, lost };
 }

@@ -18,8 +18,8 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { SubscribeRequestSchema, UnsubscribeRequestSchema, type ServerNotification } from "@modelcontextprotocol/sdk/types.js";
 import type { EventStore } from "../events/store.js";
-import { readPages } from "../events/log.js";
 import type { PushMode } from "./modes.js";
+import { sessionKnown } from "./recovery.js";
 import { AgentSession, type HandedTurn, type SessionEvent } from "./session.js";
 import { serveHooks } from "./hook-server.js";
 import { tools, type ToolContext } from "./tools.js";
@@ -67,15 +67,6 @@ export interface RunningMcpServer {
 export function inboxUri(session: string): string {
   return `turnfold://session/${encodeURIComponent(session)}/inbox`;
 }
-
-/** Whether the log has opened `session` before. */
-async function sessionKnown(log: EventStore, session: string): Promise<boolean> {
-  for await (const page of readPages((o) => log.readPage(o), { type: "session.opened" })) {
-    if (page.some((e) => e.type === "session.opened" && e.session === session)) return true;
-  }
-  return false;
-}
-
 
 /**
  * Starts the server on `transport` (stdio for `turnfold mcp`). The agent session opens at

@@ -17,7 +17,7 @@ import { fromRecord, type StoredDispatch } from "../projections/dispatch-record.
 import { liveTurns, type LiveView } from "../projections/live.js";
 import type { ReadyItem, Turn } from "../projections/project.js";
 import { Supervisor, type ExitResult, type LogPage, type WaitResult } from "../supervisor/supervisor.js";
-import { handOver, holder, waitingRecords } from "./handover.js";
+import { handOver, holder, readRecords, waitingRecords } from "./handover.js";
 import type { DrainConsumer, HandoverHolder } from "../events/schema.js";
 import { readHistory, reportLost } from "./recovery.js";
 import { OutputSpool } from "./spool.js";
@@ -249,10 +249,7 @@ export class AgentSession {
     const waiting = new Set<string>();
     for (const item of this.#ready) if (item.member !== null) waiting.add(item.member);
     this.#waiting = await waitingRecords(this.#log, this.session);
-    for (const seq of this.#waiting) {
-      const [record] = await this.#log.readPage({ from: seq, limit: 1 });
-      if (record?.type === "notification.dispatched") for (const member of record.members) waiting.add(member);
-    }
+    for (const record of await readRecords(this.#log, this.#waiting)) for (const member of record.members) waiting.add(member);
     return this.#supervisor
       .list()
       .filter((p) => p.exit === undefined || waiting.has(p.process))

@@ -16,7 +16,7 @@
 import { closeSync, createWriteStream, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync, type WriteStream } from "node:fs";
 import { join } from "node:path";
 import { createRedactor, type Redactor } from "../events/redact.js";
-import { procStat } from "../ledger/process-identity.js";
+import { processStamp, stampedProcess } from "../ledger/process-identity.js";
 
 const wholeFileBytes = 4 << 20;
 /** Characters of a line without its end that wait in memory before they are written anyway. */
@@ -24,23 +24,13 @@ const longLine = 64 << 10;
 /** How long a dead server's spool is kept for a later server of its session to recover from: a day. */
 export const staleSpoolMs = 24 * 60 * 60 * 1000;
 
-/** This process, as the `server` file names it: pid and start time. */
-function serverStamp(): string | undefined {
-  const me = procStat(process.pid);
-  return me === undefined ? undefined : `${me.pid} ${me.start}`;
-}
-
-/** Whether the server a spool folder names is still running (unknown counts as running: nothing is removed without proof). */
+/** Whether the server a spool folder names (its `server` stamp) is still running. */
 function serverAlive(folder: string): boolean {
-  let stamp: string;
   try {
-    stamp = readFileSync(join(folder, "server"), "utf8").trim();
+    return stampedProcess(readFileSync(join(folder, "server"), "utf8")) !== undefined;
   } catch {
     return false;
   }
-  const [pid, start] = stamp.split(" ");
-  const running = procStat(Number(pid));
-  return running !== undefined && running.start === start;
 }
 
 /** The newest change to anything in a folder, in ms since the epoch. */
@@ -95,7 +85,7 @@ export class OutputSpool {
     this.#redact = redact;
     // Only the user may read it: it holds what the children printed (redacted).
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const stamp = serverStamp();
+    const stamp = processStamp();
     if (stamp !== undefined) writeFileSync(join(dir, "server"), `${stamp}\n`, { mode: 0o600 });
   }
 

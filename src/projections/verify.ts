@@ -21,8 +21,8 @@ export interface Difference {
 
 /**
  * A hand-over the log records that breaks exactly-once delivery to an agent host: a
- * record handed over a second time, or to the wrong recipient (a subagent, or a claim
- * made for another session than the record's).
+ * record handed over a second time, or to the wrong recipient (a subagent, or nobody who
+ * claimed it).
  */
 export interface HandoverProblem {
   readonly problem: "handed-twice" | "wrong-recipient";
@@ -70,8 +70,12 @@ export class Verifier {
   #recordsSeen = 0;
   #difference: Difference | undefined;
   #handover: HandoverProblem | undefined;
-  /** Each dispatch record's session, and who handed it over once it was. */
-  readonly #sessions = new Map<number, string>();
+  /**
+   * Who handed each record over, once it was: records of sessions an agent host took, and
+   * only those, so a log of any length is still checked in bounded memory. (Which session a
+   * record is for is not kept: the hand-over projection never lets a claim take another
+   * session's record, so `handover.claimed` names the record's own session.)
+   */
   readonly #handed = new Map<number, HandoverHolder | null>();
   /** Open claims: who holds them, until handed or released. */
   readonly #claims = new Map<string, HandoverHolder>();
@@ -98,7 +102,6 @@ export class Verifier {
       return;
     }
     if (event.type !== "notification.dispatched") return;
-    this.#sessions.set(event.seq, event.session);
     this.#recordsSeen++;
     this.#records.push(event);
     this.#compare();
@@ -121,7 +124,6 @@ export class Verifier {
     this.#claims.delete(event.claim);
     if (event.type === "handover.released") return;
     for (const record of event.records) {
-      const session = this.#sessions.get(record);
       const problem = (kind: HandoverProblem["problem"], message: string, first?: HandoverHolder | null): HandoverProblem => ({
         problem: kind,
         recordSeq: record,
@@ -135,8 +137,8 @@ export class Verifier {
         this.#handover = problem("handed-twice", `the turn recorded at seq ${record} was handed over a second time (seq ${event.seq}, ${describe(by)}; first ${describe(first)})`, first);
         return;
       }
-      if (session !== event.session || by === null || by.agent !== null) {
-        const who = session !== event.session ? `session ${JSON.stringify(event.session)}, not its own ${JSON.stringify(session ?? null)}` : by === null ? "nobody who claimed it" : `subagent ${JSON.stringify(by.agent)} (${describe(by)}), not the main agent that started its processes`;
+      if (by === null || by.agent !== null) {
+        const who = by === null ? "nobody who claimed it" : `subagent ${JSON.stringify(by.agent)} (${describe(by)}), not the main agent that started its processes`;
         this.#handover = problem("wrong-recipient", `the turn recorded at seq ${record} was handed over (seq ${event.seq}) to ${who}`);
         return;
       }

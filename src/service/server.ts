@@ -80,9 +80,9 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       // The fold is brought to the log's end by reading what is new at once, not by waiting
       // for the tail's next look. Only another process's appends can make it lose now.
       const result = await oneWriter(async () => {
-        const end = await log.lastSeq();
+        // The fold as far as the log reaches now; the append holds only if nothing came since.
         await follower.catchUp(log);
-        await follower.appliedUpTo(end);
+        const end = follower.applied;
         judge(authority.query);
         const events = build();
         return { events, outcome: await log.appendAfter(end, events) };
