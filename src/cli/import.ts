@@ -1,6 +1,8 @@
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import { JsonlProblems } from "../events/jsonl.js";
-import type { Stored, Surface, TurnfoldEvent } from "../events/schema.js";
+import { readPages } from "../events/log.js";
+import type { EventOf, Stored, Surface, TurnfoldEvent } from "../events/schema.js";
+import { defaultPollMs } from "../hosts/claude-code.js";
 import { drainMismatch } from "../events/surfaces.js";
 import { redactUrl } from "../events/urls.js";
 import { formatProblem } from "../events/validate.js";
@@ -9,6 +11,7 @@ import { dbOption } from "./options.js";
 import { InputError, requireFile, runCommand, withInputFile } from "./io.js";
 import { jsonlFilePages } from "./load-session.js";
 import { count, progress } from "./style.js";
+import { eachSession, hostName, PassedOver, pollMs, sessionsUnder } from "./host-recordings.js";
 
 const shownProblems = 20;
 
@@ -46,13 +49,64 @@ async function* eventPages(path: string, shown: string, countAll: boolean, look:
 export function importCommand(program: Command): void {
   program
     .command("import")
-    .description("validate a JSONL session and append it to a log; one bad line and nothing is appended")
-    .argument("<file>", "JSONL file, one event per line; - reads standard input")
+    .description("validate a JSONL session and append it to a log (one bad line and nothing is appended); with --from, read what an agent host recorded")
+    .argument("[file...]", "JSONL file, one event per line (- reads standard input); with --from: transcript files or folders (default: the host's own folder)")
     .addOption(dbOption("the log: a SQLite file (created when missing) or a postgres:// URL"))
-    .action((file: string, options: { db: string }) =>
+    .addOption(new Option("--from <host>", "read the host's own recordings: claude-code (~/.claude/projects, or the paths given)").argParser(hostName))
+    .addOption(new Option("--poll-ms <ms>", "with --from: how long an idle session's poller waits before it looks (ready tasks within it make one turn)").argParser(pollMs).default(defaultPollMs))
+    .action(function (this: Command, files: string[], options: { db: string; from?: string; pollMs: number }) {
+      if (options.from !== undefined) return runCommand(() => importRecordings(files, options.db, options.pollMs));
+      if (files.length !== 1) this.error(`error: import takes one JSONL file (or - for standard input), got ${files.length}; --from HOST reads a host's recordings from many`, { exitCode: 2, code: "turnfold.usage" });
       // Standard input is copied to a private temporary file first: the file is read twice.
-      runCommand(() => withInputFile(file, (path, shown) => importFile(path, shown, options.db))),
-    );
+      return runCommand(() => withInputFile(files[0]!, (path, shown) => importFile(path, shown, options.db)));
+    });
+}
+
+/**
+ * Reads a host's recordings into the log: every session is read once to check it, then
+ * again to append, all in one transaction, so a file that is no transcript leaves the log
+ * as it was. A session the log holds already is passed over.
+ */
+async function importRecordings(paths: readonly string[], db: string, poll: number): Promise<void> {
+  const nothing = `nothing was imported into ${redactUrl(db)}`;
+  const { sessions, base } = sessionsUnder(paths, nothing);
+  const passed = new PassedOver();
+  for await (const read of eachSession(sessions, { pollMs: poll, base, nothing, label: "checking" })) passed.add(read);
+  const log = await openLog(db);
+  try {
+    const known = new Set<string>();
+    for await (const page of readPages((o) => log.readPage(o), { type: "session.opened" })) for (const e of page) known.add((e as Stored<EventOf<"session.opened">>).session);
+    const done = await log.transact(async (tx) => {
+      const tally = { sessions: 0, events: 0, launches: 0, notified: 0, already: 0, empty: 0, first: undefined as number | undefined, last: undefined as number | undefined };
+      for await (const read of eachSession(sessions, { pollMs: poll, base, nothing, label: "importing" })) {
+        if (read.key === undefined || read.events.length <= 1) {
+          tally.empty++;
+          continue;
+        }
+        if (known.has(read.key)) {
+          tally.already++;
+          continue;
+        }
+        known.add(read.key);
+        const seqs = await tx.append(read.events);
+        tally.first ??= seqs[0];
+        tally.last = seqs.at(-1) ?? tally.last;
+        tally.sessions++;
+        tally.events += seqs.length;
+        tally.launches += read.counts.launches;
+        tally.notified += read.events.filter((e) => e.type === "host.notified").length;
+      }
+      return tally;
+    });
+    const where = done.first === undefined ? "" : ` (seq ${done.first}–${done.last})`;
+    const lines = [`imported ${count(done.sessions, "session")} from Claude Code into ${redactUrl(db)}: ${count(done.events, "event")}, ${count(done.launches, "background task")}, ${count(done.notified, "notification message")} of the host's${where}`];
+    if (done.already > 0) lines.push(`${count(done.already, "session")} the log holds already, passed over`);
+    if (done.empty > 0) lines.push(`${count(done.empty, "transcript")} with no conversation in it, passed over`);
+    lines.push(...passed.lines());
+    process.stderr.write(lines.join("\n") + "\n");
+  } finally {
+    await log.close();
+  }
 }
 
 /** Checks every line of the file at `path` (named `file` in messages), then appends it all in one transaction. */

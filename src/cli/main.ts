@@ -11,6 +11,7 @@ import { Command, CommanderError } from "commander";
  */
 const commands: readonly { readonly names: readonly string[]; readonly load: () => Promise<(program: Command) => void> }[] = [
   { names: ["import"], load: async () => (await import("./import.js")).importCommand },
+  { names: ["audit"], load: async () => (await import("./audit.js")).auditCommand },
   { names: ["export"], load: async () => (await import("./export.js")).exportCommand },
   { names: ["tail"], load: async () => (await import("./tail.js")).tailCommand },
   { names: ["replay"], load: async () => (await import("./replay.js")).replayCommand },

@@ -8,9 +8,9 @@ export function styler(on: boolean) {
   return { bold: wrap(1, 22), dim: wrap(2, 22), cyan: wrap(36, 39), yellow: wrap(33, 39), red: wrap(31, 39), green: wrap(32, 39) };
 }
 
-/** A progress bar on stderr for long work; silent when stderr is not a terminal. */
-export function progress(total: number, label: string) {
-  const on = Boolean(process.stderr.isTTY) && total >= 50_000;
+/** A progress bar on stderr for long work (at least `min` steps); silent when stderr is not a terminal. */
+export function progress(total: number, label: string, min = 50_000) {
+  const on = Boolean(process.stderr.isTTY) && total >= min;
   let shown = -1;
   return {
     tick(done: number) {

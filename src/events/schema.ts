@@ -283,6 +283,24 @@ export const HandoverHanded = event("handover.handed", handoverShape);
 /** The claim's holder could not give them: the records are free again at once. */
 export const HandoverReleased = event("handover.released", handoverShape);
 
+/**
+ * What an agent host did on its own, read from its recording (`turnfold import --from`):
+ * it told its agent of background tasks with a notification of its own. One event for each
+ * message to the model that carried one or more such notifications: the tasks (by the
+ * host's ids, which are the processes' ids), the characters of notification text, and how
+ * it came: as a `message` that started a turn, or `attached` to a message already on its
+ * way (a tool's result). `agent` names a subagent that was told, when it was not the main
+ * agent. The fold passes over it; `audit` and the report set it beside turnfold's turns.
+ */
+export const HostNotified = event("host.notified", {
+  session: id,
+  host: id,
+  tasks: z.array(id).min(1, "must name at least one task"),
+  chars: count,
+  via: z.enum(["message", "attached"]),
+  agent: id.optional(),
+});
+
 export const TurnfoldEvent = z.discriminatedUnion("type", [
   SessionOpened,
   SessionCompressed,
@@ -314,6 +332,7 @@ export const TurnfoldEvent = z.discriminatedUnion("type", [
   HandoverClaimed,
   HandoverHanded,
   HandoverReleased,
+  HostNotified,
 ]);
 
 /** Any event of schema version 1, as a producer writes it (the log adds `seq`). */

@@ -61,7 +61,8 @@ export function step(state: State, event: Stored, out: Decisions): void {
       return delegationSettled(state, event, out);
     // Output is replayed through process events, not matched again here; claims,
     // releases and deferrals move the ledger, not the queues; dispatch records are
-    // what this fold produces, so replay checks them rather than using them.
+    // what this fold produces, so replay checks them rather than using them; what a
+    // host did on its own is kept beside the fold, never in it.
     case "process.output":
     case "delegation.claimed":
     case "delegation.released":
@@ -71,6 +72,7 @@ export function step(state: State, event: Stored, out: Decisions): void {
     case "handover.claimed":
     case "handover.handed":
     case "handover.released":
+    case "host.notified":
       return;
   }
 }

@@ -15,7 +15,7 @@ import { readAll } from "../../src/events/log.js";
 import type { Stored } from "../../src/events/schema.js";
 import { openLog } from "../../src/open.js";
 import { cliEntry } from "../support/cli.js";
-import { marker, startModel, type FakeModel, type Script } from "./model.js";
+import { marker, startModel, type Conversation, type Decided, type FakeModel, type Script } from "./model.js";
 
 /** Where hosts are installed: TURNFOLD_HOSTS_CACHE, else ~/.cache/turnfold-hosts. */
 export const hostsCache = process.env["TURNFOLD_HOSTS_CACHE"] ?? join(homedir(), ".cache", "turnfold-hosts");
@@ -86,7 +86,7 @@ export class World {
     };
   }
 
-  static async create(name: string, hostBin: string, script: Script, env: (modelUrl: string) => Record<string, string>): Promise<World> {
+  static async create(name: string, hostBin: string, script: Script | ((conversation: Conversation) => Decided), env: (modelUrl: string) => Record<string, string>): Promise<World> {
     const dir = mkdtempSync(join(tmpdir(), `turnfold-host-${name}-`));
     const model = await startModel(script);
     return new World(dir, model, hostBin, env(model.url));

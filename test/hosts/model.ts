@@ -39,18 +39,18 @@ export interface Script {
 }
 
 /** One conversation as the script reads it, whatever the API. */
-interface Conversation {
+export interface Conversation {
   readonly tools: readonly { readonly name: string; readonly deferred: boolean }[];
   readonly messages: readonly Message[];
 }
-interface Message {
+export interface Message {
   readonly role: "user" | "assistant" | "system";
   readonly text: string;
   readonly calls: { readonly id: string; readonly name: string }[];
   readonly results: { readonly id: string; readonly text: string }[];
 }
 
-type Out = { readonly type: "text"; readonly text: string } | { readonly type: "call"; readonly id: string; readonly name: string; readonly input: unknown };
+export type Out = { readonly type: "text"; readonly text: string } | { readonly type: "call"; readonly id: string; readonly name: string; readonly input: unknown };
 
 /** A request as kept: when, the script's reading, and its answer. */
 export interface Exchange {
@@ -75,7 +75,7 @@ function tagOf(messages: readonly Message[]): string | undefined {
 }
 
 let counter = 0;
-const newId = (prefix: string) => `${prefix}_${Date.now().toString(36)}${(++counter).toString(36)}`;
+export const newId = (prefix: string) => `${prefix}_${Date.now().toString(36)}${(++counter).toString(36)}`;
 const occurrences = (text: string, needle: string) => text.split(needle).length - 1;
 
 /** What was sent since the model last spoke. */
@@ -84,7 +84,15 @@ function sinceModel(messages: readonly Message[]): string {
   return messages.slice(last + 1).map((m) => m.text).join("\n");
 }
 
-function decide(script: Script, conversation: Conversation): { rule: string; out: Out[]; delayMs?: number; subagent: boolean } {
+/** What the model answers a request: the rule that chose it, the answer, a wait before it, and whether a subagent asked. */
+export interface Decided {
+  readonly rule: string;
+  readonly out: Out[];
+  readonly delayMs?: number;
+  readonly subagent: boolean;
+}
+
+function decide(script: Script, conversation: Conversation): Decided {
   const names = conversation.tools.map((t) => t.name);
   const tool = (suffix: string) => names.find((n) => /turnfold/i.test(n) && n.endsWith(suffix)) ?? names.find((n) => n.endsWith(suffix));
   const start = tool("start_process");
@@ -300,11 +308,11 @@ async function bodyOf(request: IncomingMessage): Promise<Json> {
   }
 }
 
-/** Starts the scripted model on a free loopback port. */
-export async function startModel(script: Script): Promise<FakeModel> {
+/** Starts the scripted model on a free loopback port: a scenario's `Script`, or a function that answers each request. */
+export async function startModel(script: Script | ((conversation: Conversation) => Decided)): Promise<FakeModel> {
   const exchanges: Exchange[] = [];
   const run = async (path: string, conversation: Conversation) => {
-    const decided = decide(script, conversation);
+    const decided = typeof script === "function" ? script(conversation) : decide(script, conversation);
     const fresh = sinceModel(conversation.messages);
     exchanges.push({ at: Date.now(), path, agent: conversation.tools.length > 0, rule: decided.rule, markerNew: occurrences(fresh, marker), subagent: decided.subagent, tag: tagOf(conversation.messages), fresh: fresh.slice(0, 4000), answer: decided.out });
     if (decided.delayMs) await new Promise((resolve) => setTimeout(resolve, decided.delayMs));
