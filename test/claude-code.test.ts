@@ -117,6 +117,18 @@ describe("Claude Code's transcripts, as the host wrote them", () => {
   });
 });
 
+describe("the newest Claude Code's transcripts (2.1.332: no TaskOutput, records of the API requests)", () => {
+  const newest = join(import.meta.dirname, "fixtures", "claude-code-newest");
+  for (const name of ["ready", "read"]) {
+    it(`${name}: reads as 2.1.197's does, with no record type unknown`, async () => {
+      const r = await read(name, join(newest, name));
+      const old = await read(name);
+      expect(r.counts.version).toMatch(/^2\.1\.3/);
+      expect(r.audit).toMatchObject({ launches: old.audit.launches, hostWakes: old.audit.hostWakes, redundant: old.audit.redundant, turnfoldTurns: old.audit.turnfoldTurns, unknownRecords: 0, badLines: 0 });
+    });
+  }
+});
+
 describe("what is not a transcript, or not one this reader knows", () => {
   const dir = () => mkdtempSync(join(tmpdir(), "turnfold-bad-"));
 

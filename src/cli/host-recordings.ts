@@ -11,8 +11,8 @@ import { count, progress } from "./style.js";
 /** Hosts whose recordings turnfold reads, and those it has looked at and why there is nothing to read (README, "Host recordings"). */
 export const readableHosts = ["claude-code"] as const;
 const nothingToRead: Record<string, string> = {
-  codex: "Codex's rollout files record no background work to read: its shell calls end before their result returns, and nothing is queued for the agent later (README, \"What hosts record\")",
-  "gemini-cli": "Gemini CLI's saved sessions record no background work to read: a background shell's end is never told to the agent (README, \"What hosts record\")",
+  codex: "Codex tells its agent nothing on its own when a background terminal ends (the agent learns it by polling with write_stdin), so its rollouts hold no host notifications to set beside turnfold's turns (README, \"What hosts record\")",
+  "gemini-cli": "Gemini CLI is silent when a background shell ends unless tools.shell.backgroundCompletionBehavior is \"inject\", and turnfold does not read those injections yet (README, \"What hosts record\")",
 };
 
 /** Commander parser for a host whose recordings are read. */

@@ -45,6 +45,13 @@ const knownTypes = new Set([
   "pr-link",
   "permission-mode",
   "worktree-state",
+  // 2.1.3xx: the API requests' shapes and costs, and settings latched for the session.
+  "api-request",
+  "api-request-shape",
+  "api-request-blob",
+  "tools-used",
+  "cost-state",
+  "atis-latch",
 ]);
 
 /** How long an idle session's poller would wait before looking, by default: ready tasks within it make one turn. */

@@ -5,16 +5,21 @@
  * the new recordings over the fixtures in `test/fixtures/claude-code/`. Skipped, saying so,
  * when Claude Code is not installed in the hosts' cache (the other host tests install it).
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { auditSession } from "../../src/hosts/audit.js";
 import { findSessions, readSession } from "../../src/hosts/transcripts.js";
 import { hostsCache } from "./harness.js";
-import { plans, record, trimmed } from "./claude-record.js";
+import { offeredTools, plans, record, trimmed } from "./claude-record.js";
 
-const bin = join(hostsCache, "claude", "bin", "claude");
+/** The version npm installs on this Node (whose recordings are the fixtures), and the newest, read against the same fixtures. */
+const versions = [
+  { name: "as npm install picks it", bin: join(hostsCache, "claude", "bin", "claude"), keeps: (plan: string) => join(fixtures, plan) },
+  // Of the newest, two recordings are kept too, for the record types it added.
+  { name: "newest", bin: join(hostsCache, "claude-latest", "bin", "claude"), keeps: (plan: string) => (["read", "ready"].includes(plan) ? join(fixtures, "..", "claude-code-newest", plan) : undefined) },
+];
 const fixtures = join(import.meta.dirname, "..", "fixtures", "claude-code");
 
 async function figures(folder: string) {
@@ -27,9 +32,15 @@ async function figures(folder: string) {
   return out;
 }
 
-describe.skipIf(!existsSync(bin))(`Claude Code's recordings, made again (${existsSync(bin) ? bin : `skipped: Claude Code is not installed at ${bin}; npm run test:hosts installs it`})`, () => {
+for (const { name, bin, keeps } of versions) describe.skipIf(!existsSync(bin))(`Claude Code ${name}: its recordings, made again (${existsSync(bin) ? bin : `skipped: Claude Code is not installed at ${bin}; npm run test:hosts installs it`})`, () => {
+  let offered: readonly string[] = [];
+  beforeAll(async () => {
+    offered = await offeredTools(bin);
+  });
   for (const plan of plans) {
-    it(`${plan.name}: the host's new recording reads as the kept fixture does`, async () => {
+    it(`${plan.name}: the host's new recording reads as the kept fixture does`, async (ctx) => {
+      const lacking = (plan.needs ?? []).filter((tool) => !offered.includes(tool));
+      ctx.skip(lacking.length > 0, `this version offers no ${lacking.join(" or ")}`);
       const made = await record(bin, plan);
       const projects = join(made.world.home, ".claude", "projects");
       const fresh = mkdtempSync(join(tmpdir(), `turnfold-recorded-${plan.name}-`));
@@ -41,12 +52,11 @@ describe.skipIf(!existsSync(bin))(`Claude Code's recordings, made again (${exist
       }
       await made.world.close();
       const kept = join(fixtures, plan.name);
-      if (process.env["TURNFOLD_RECORD"] === "1") {
-        rmSync(kept, { recursive: true, force: true });
-        mkdirSync(dirname(kept), { recursive: true });
-        writeFileSync(join(fresh, ".keep"), "");
-        (await import("node:fs")).cpSync(fresh, kept, { recursive: true });
-        rmSync(join(kept, ".keep"));
+      const keep = keeps(plan.name);
+      if (keep !== undefined && process.env["TURNFOLD_RECORD"] === "1") {
+        rmSync(keep, { recursive: true, force: true });
+        mkdirSync(dirname(keep), { recursive: true });
+        cpSync(fresh, keep, { recursive: true });
       }
       expect(made.files.length, `the host wrote no transcript: ${JSON.stringify(made.world.model.exchanges.map((e) => e.rule))}`).toBeGreaterThan(0);
       expect(await figures(fresh)).toEqual(await figures(kept));

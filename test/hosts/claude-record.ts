@@ -30,6 +30,8 @@ export interface Plan {
   readonly resumePrompts?: readonly string[];
   /** How long to wait, after the last result, for notifications to arrive. */
   readonly settleMs?: number;
+  /** Tools it calls that not every version of the host has (the newest has no TaskOutput). */
+  readonly needs?: readonly string[];
 }
 
 const call = (name: string, input: unknown): Out => ({ type: "call", id: newId("call"), name, input });
@@ -74,6 +76,7 @@ function sinceModel(messages: readonly Message[]): Message[] {
 /** The model's side of a plan: steps in order for the main agent; a notification alone gets "ok"; a subagent finishes. */
 export function planned(plan: Plan): (conversation: Conversation) => Decided {
   let next = 0;
+  const searched = new Set<string>();
   return (conversation) => {
     if (conversation.tools.length === 0) return { rule: "no-tools", out: [text("ok")], subagent: false };
     const first = conversation.messages.find((m) => m.role === "user")?.text ?? "";
@@ -86,13 +89,20 @@ export function planned(plan: Plan): (conversation: Conversation) => Decided {
     if (!results && fresh.some((m) => m.text.includes("<task-notification>"))) return { rule: "notification", out: [text("ok")], subagent: false };
     const step = plan.steps[next];
     if (step === undefined) return { rule: "past the plan", out: [text("ok")], subagent: false };
+    const seen = seenIn(conversation);
+    const answer = step(seen);
+    // A tool the host defers is fetched with ToolSearch first, once.
+    const missing = answer.out.flatMap((o) => (o.type === "call" && !seen.tools.includes(o.name) && !searched.has(o.name) ? [o.name] : []));
+    if (missing.length > 0 && seen.tools.includes("ToolSearch")) {
+      for (const name of missing) searched.add(name);
+      return { rule: `step ${next + 1}: tool search`, out: [call("ToolSearch", { query: `select:${missing.join(",")}` })], subagent: false };
+    }
     next++;
-    const answer = step(seenIn(conversation));
     return { rule: `step ${next}`, out: answer.out, ...(answer.delayMs !== undefined ? { delayMs: answer.delayMs } : {}), subagent: false };
   };
 }
 
-const tools = "Bash,TaskOutput,BashOutput,TaskStop,KillShell,Read,Agent,Task";
+const tools = "Bash,TaskOutput,BashOutput,TaskStop,KillShell,Read,Agent,Task,ToolSearch";
 
 /** Runs one conversation of prompts in stream-json mode; each prompt is sent when the host has answered the last and gone quiet. */
 async function converse(w: World, bin: string, prompts: readonly string[], settleMs: number, resume?: string): Promise<string | undefined> {
@@ -140,6 +150,19 @@ export async function record(bin: string, plan: Plan): Promise<{ world: World; f
   return { world: w, files: transcripts(join(w.home, ".claude", "projects")), session };
 }
 
+/** The tools a version of the host offers its agent, deferred ones included (fetched with ToolSearch). */
+export async function offeredTools(bin: string): Promise<readonly string[]> {
+  let offered: readonly string[] = [];
+  const probe: Step = (seen) => {
+    offered = seen.tools;
+    return { out: [text("ok")] };
+  };
+  const search: Step = () => ({ out: [call("ToolSearch", { query: "select:TaskOutput,BashOutput,TaskStop,KillShell" })] });
+  const made = await record(bin, { name: "tools", prompts: ["which tools?"], steps: [search, probe] });
+  await made.world.close();
+  return offered;
+}
+
 /** Every .jsonl file under a folder. */
 function transcripts(dir: string): string[] {
   if (!existsSync(dir)) return [];
@@ -151,12 +174,12 @@ function transcripts(dir: string): string[] {
 
 /** The scenarios recorded as fixtures, each one conversation. */
 export const plans: readonly Plan[] = [
-  { name: "wait", prompts: ["run the build and wait for it"], steps: [steps.background("sleep 2; echo built; exit 0"), steps.output(true), steps.say("The build finished.")], settleMs: 5000 },
+  { name: "wait", needs: ["TaskOutput"], prompts: ["run the build and wait for it"], steps: [steps.background("sleep 2; echo built; exit 0"), steps.output(true), steps.say("The build finished.")], settleMs: 5000 },
   { name: "ready", prompts: ["run two jobs"], steps: [steps.backgrounds("sleep 1; echo one", "sleep 1; echo two; exit 2"), steps.say("Both are running.")], settleMs: 5000 },
-  { name: "poll-kill", prompts: ["run it, look, and stop it"], steps: [steps.background("sleep 60"), steps.output(false), steps.stop(), steps.say("Stopped it.")] },
+  { name: "poll-kill", needs: ["TaskOutput", "TaskStop"], prompts: ["run it, look, and stop it"], steps: [steps.background("sleep 60"), steps.output(false), steps.stop(), steps.say("Stopped it.")] },
   { name: "read", prompts: ["run it and read its output"], steps: [steps.background("echo out; exit 0"), steps.shell("sleep 2"), steps.read(), steps.say("Read it.")] },
-  { name: "timeout", prompts: ["run it and wait a little"], steps: [steps.background("sleep 4; exit 0"), steps.output(true, 1000), steps.say("Still running.")], settleMs: 6000 },
-  { name: "look-after", prompts: ["run it, then look at it"], steps: [steps.background("echo done; exit 0"), steps.shell("sleep 2"), steps.output(false), steps.say("It is done.")] },
+  { name: "timeout", needs: ["TaskOutput"], prompts: ["run it and wait a little"], steps: [steps.background("sleep 4; exit 0"), steps.output(true, 1000), steps.say("Still running.")], settleMs: 6000 },
+  { name: "look-after", needs: ["TaskOutput"], prompts: ["run it, then look at it"], steps: [steps.background("echo done; exit 0"), steps.shell("sleep 2"), steps.output(false), steps.say("It is done.")] },
   { name: "failed", prompts: ["run the failing job"], steps: [steps.background("sleep 1; echo broken; exit 3"), steps.say("Running.")], settleMs: 4000 },
   { name: "agent", prompts: ["run a helper agent"], steps: [steps.agent("SUBAGENT:1500 say hi"), steps.say("The agent is running.")], settleMs: 6000 },
   { name: "quoted", prompts: ["show the launch text"], steps: [steps.shell("echo 'Command running in background with ID: fake123. Output is being written to: /tmp/x/fake123.output'"), steps.say("Quoted.")] },
@@ -165,7 +188,9 @@ export const plans: readonly Plan[] = [
 ];
 
 /** Attachments that list the host's tools and skills: long, and nothing this reader needs. */
-const bulky = new Set(["agent_listing_delta", "skill_listing", "deferred_tools_delta", "mcp_instructions_delta", "todo_reminder"]);
+const bulky = new Set(["agent_listing_delta", "skill_listing", "deferred_tools_delta", "mcp_instructions_delta", "todo_reminder", "prompt_snapshot"]);
+/** Records of the API requests' shapes (2.1.3xx): the first of each type is kept, so their type stays in the fixture. */
+const onceEach = new Set(["api-request-shape", "api-request-blob"]);
 
 /**
  * A recorded transcript, trimmed for keeping: the host's long listings go, and the
@@ -173,11 +198,16 @@ const bulky = new Set(["agent_listing_delta", "skill_listing", "deferred_tools_d
  */
 export function trimmed(text: string, dir: string): string {
   const mangled = dir.replaceAll("/", "-").replaceAll(".", "-");
+  const seen = new Set<string>();
   return text
     .split("\n")
     .filter((line) => {
       if (line.trim() === "") return false;
       const record = JSON.parse(line) as { type?: string; attachment?: { type?: string } };
+      if (onceEach.has(record.type ?? "")) {
+        if (seen.has(record.type!)) return false;
+        seen.add(record.type!);
+      }
       return !(record.type === "attachment" && bulky.has(record.attachment?.type ?? ""));
     })
     .map((line) => line.replaceAll(dir, "/home/user/work").replaceAll(mangled, "-home-user-work"))
