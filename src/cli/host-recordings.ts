@@ -8,17 +8,17 @@ import { defaultProjects, findSessions, readSession, type ReadSession, type Sess
 import { InputError } from "./io.js";
 import { count, progress } from "./style.js";
 
-/** Hosts whose recordings turnfold reads, and those it has looked at and why there is nothing to read (README, "Host recordings"). */
+/** Hosts whose recordings turnfold reads, and those it has looked at, with what their recordings would hold (README, "What hosts record"). */
 export const readableHosts = ["claude-code"] as const;
-const nothingToRead: Record<string, string> = {
-  codex: "Codex tells its agent nothing on its own when a background terminal ends (the agent learns it by polling with write_stdin), so its rollouts hold no host notifications to set beside turnfold's turns (README, \"What hosts record\")",
-  "gemini-cli": "Gemini CLI is silent when a background shell ends unless tools.shell.backgroundCompletionBehavior is \"inject\", and turnfold does not read those injections yet (README, \"What hosts record\")",
+const notRead: Record<string, string> = {
+  codex: "Codex's rollouts are not read: its background terminals end without a word to the agent (it polls them with write_stdin), and only its subagents' ends come as <subagent_notification> messages, which turnfold does not read yet (README, \"What hosts record\")",
+  "gemini-cli": "Gemini CLI's sessions are not read: a background shell ends without a word to the agent unless tools.shell.backgroundCompletionBehavior is \"inject\", and turnfold does not read those injections yet (README, \"What hosts record\")",
 };
 
 /** Commander parser for a host whose recordings are read. */
 export function hostName(value: string): string {
   if ((readableHosts as readonly string[]).includes(value)) return value;
-  if (value in nothingToRead) throw new InvalidArgumentError(nothingToRead[value]!);
+  if (value in notRead) throw new InvalidArgumentError(notRead[value]!);
   throw new InvalidArgumentError(`expected ${readableHosts.join(", ")}, got "${value}"`);
 }
 
