@@ -195,3 +195,35 @@ describe.skipIf(!available)(`R33–R35 in the report, in Chromium (${available ?
     await other.close();
   });
 });
+
+describe.skipIf(!available)(`the report of what Claude Code recorded, in Chromium (${available ? executablePath : "skipped: no /usr/bin/chromium"})`, () => {
+  it("draws the host's wakes beside turnfold's turns, and a redundant wake says what had consumed its task", async () => {
+    const fixtures = join(import.meta.dirname, "fixtures", "claude-code");
+    const db = join(dir, "claude.sqlite");
+    const imported = cli(["import", "--from", "claude-code", join(fixtures, "wait"), join(fixtures, "ready"), "--db", db]);
+    expect(imported.code, imported.stderr).toBe(0);
+    const out = join(dir, "claude.html");
+    expect(cli(["report", db, "-o", out]).code).toBe(0);
+    const browser = await chromium.launch({ executablePath, args: ["--no-sandbox"] });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 700 } });
+      const errors: string[] = [];
+      page.on("pageerror", (error) => errors.push(String(error)));
+      await page.goto(`file://${out}`);
+      await page.waitForSelector("body[data-ready=true]");
+      const wakes = await page.locator(".wake").evaluateAll((els: DomNode[]) => els.map((e) => [e.getAttribute("class"), e.getAttribute("data-tasks"), e.getAttribute("data-redundant")]));
+      // The wait session: one wake, redundant; the ready session: two wakes, neither redundant.
+      expect(wakes.filter(([cls]) => cls === "wake redundant")).toHaveLength(1);
+      expect(wakes.filter(([cls]) => cls === "wake")).toHaveLength(2);
+      const redundant = wakes.find(([cls]) => cls === "wake redundant")!;
+      expect(redundant[2]).toBe(redundant[1]);
+      await page.locator(".wake.redundant").click();
+      await expect(page.locator("#detail-wake").textContent()).resolves.toMatch(new RegExp(`^Already consumed before this wake: ${redundant[1]} \\(consumed by wait at seq \\d+\\)\\.$`));
+      await expect(page.locator("#legend").textContent()).resolves.toContain("the agent host woke the agent on its own");
+      expect(errors).toEqual([]);
+      await page.screenshot({ path: join(dir, "claude.png") });
+    } finally {
+      await browser.close();
+    }
+  }, 60_000);
+});

@@ -156,3 +156,25 @@ describe("report parts", () => {
     expect(() => mergeReportParts(parts.slice(0, -1))).toThrow(/no end part/);
   });
 });
+
+describe("the host's own wakes (an imported recording)", () => {
+  it("each host.notified is a wake on its session's lane, naming the tasks the agent had consumed or been told of before it", () => {
+    const events = [
+      { type: "session.opened", at: 1, session: "s", surface: "tui" },
+      { type: "process.started", at: 2, process: "a", command: "make", notify: true, owner: "s" },
+      { type: "process.started", at: 3, process: "b", command: "test", notify: true, owner: "s" },
+      { type: "process.exited", at: 4, process: "a", exitCode: 0, reason: "exited", output: "", owner: "s" },
+      { type: "process.consumed", at: 5, process: "a", act: "wait" },
+      { type: "host.notified", at: 6, session: "s", host: "claude-code", tasks: ["a"], chars: 300, via: "attached" },
+      { type: "process.exited", at: 7, process: "b", exitCode: 1, reason: "exited", output: "", owner: "s" },
+      { type: "host.notified", at: 8, session: "s", host: "claude-code", tasks: ["b"], chars: 300, via: "message" },
+      { type: "host.notified", at: 9, session: "s", host: "claude-code", tasks: ["b"], chars: 300, via: "message" },
+    ].map((e, i) => ({ ...e, seq: i + 1 })) as never[];
+    const data = buildReport("test", events);
+    expect(data.hostWakes.map((w) => [w.seq, w.lane, w.tasks, w.via, w.redundant])).toEqual([
+      [6, 0, ["a"], "attached", [{ task: "a", act: "wait", seq: 5 }]],
+      [8, 0, ["b"], "message", []],
+      [9, 0, ["b"], "message", [{ task: "b", act: "notified", seq: 8 }]],
+    ]);
+  });
+});

@@ -72,6 +72,20 @@ export interface ReportHandoff {
   readonly refused: boolean;
 }
 
+/**
+ * What an agent host did on its own (`host.notified`, from `import --from`): it told its
+ * agent of these tasks. `redundant` names those the agent had consumed before, and how.
+ */
+export interface ReportHostWake {
+  readonly seq: number;
+  readonly at: number;
+  readonly lane: number;
+  readonly host: string;
+  readonly tasks: readonly string[];
+  readonly via: string;
+  readonly redundant: readonly { readonly task: string; readonly act: string; readonly seq: number }[];
+}
+
 /** Drawn events, one column per field. */
 export interface ReportEventColumns {
   readonly seq: number[];
@@ -97,6 +111,8 @@ export interface ReportData {
   readonly suppressed: readonly ReportSuppressed[];
   /** R35's handoffs, in log order. */
   readonly handoffs: readonly ReportHandoff[];
+  /** What an agent host told its agent on its own, in log order (an imported recording). */
+  readonly hostWakes: readonly ReportHostWake[];
 }
 
 /**
@@ -111,6 +127,7 @@ export type ReportPart =
       readonly turns: readonly ReportTurn[];
       readonly suppressed: readonly ReportSuppressed[];
       readonly handoffs?: readonly ReportHandoff[];
+      readonly hostWakes?: readonly ReportHostWake[];
     }
   | {
       readonly type: "end";
@@ -134,6 +151,7 @@ export function mergeReportParts(parts: readonly ReportPart[]): ReportData {
   const turns: ReportTurn[] = [];
   const suppressed: ReportSuppressed[] = [];
   const handoffs: ReportHandoff[] = [];
+  const hostWakes: ReportHostWake[] = [];
   let end: Extract<ReportPart, { type: "end" }> | undefined;
   for (const part of parts) {
     if (part.type === "end") {
@@ -149,6 +167,7 @@ export function mergeReportParts(parts: readonly ReportPart[]): ReportData {
     for (const turn of part.turns) turns.push(turn);
     for (const item of part.suppressed) suppressed.push(item);
     for (const handoff of part.handoffs ?? []) handoffs.push(handoff);
+    for (const wake of part.hostWakes ?? []) hostWakes.push(wake);
   }
   if (end === undefined) throw new Error("the report has no end part: it was cut short");
   const last = end;
@@ -169,5 +188,6 @@ export function mergeReportParts(parts: readonly ReportPart[]): ReportData {
     turns: turns.map((t) => ({ ...t, lane: lane(t.lane) })),
     suppressed: suppressed.map((s) => ({ ...s, lane: lane(s.lane) })),
     handoffs: handoffs.map((h) => ({ ...h, fromLane: lane(h.fromLane), toLane: lane(h.toLane) })),
+    hostWakes: hostWakes.map((w) => ({ ...w, lane: lane(w.lane) })),
   };
 }

@@ -17,8 +17,9 @@ function drawReport(): void {
     readonly events: number[];
     readonly turns: number[];
     readonly items: number[];
+    readonly wakes: number[];
   }
-  type Selection = { readonly type: "turn" | "item"; readonly index: number };
+  type Selection = { readonly type: "turn" | "item" | "wake"; readonly index: number };
   type TickClass = "session" | "process" | "drain" | "delegation" | "record" | "other";
 
   const parts: ReportPart[] = [];
@@ -41,11 +42,12 @@ function drawReport(): void {
   const typeClass = data.eventTypes.map(tickClass);
 
   // Per lane: the indexes of its events, turns and items, each in time order.
-  const lanes: Lane[] = data.lanes.map((lane, i) => ({ lane, index: i, events: [], turns: [], items: [] }));
+  const lanes: Lane[] = data.lanes.map((lane, i) => ({ lane, index: i, events: [], turns: [], items: [], wakes: [] }));
   const ev = data.events;
   for (let i = 0; i < ev.seq.length; i++) lanes[ev.lane[i]!]!.events.push(i);
   data.turns.forEach((t, i) => lanes[t.lane]!.turns.push(i));
   data.suppressed.forEach((s, i) => lanes[s.lane]!.items.push(i));
+  data.hostWakes.forEach((w, i) => lanes[w.lane]!.wakes.push(i));
 
   let minAt = Infinity;
   let maxAt = -Infinity;
@@ -83,10 +85,12 @@ function drawReport(): void {
   }
 
   // Summary, filters and legend.
+  const counted = (n: number, noun: string) => n.toLocaleString("en-US") + " " + noun + (n === 1 ? "" : "s");
   const summary = byId("summary");
   summary.textContent =
-    data.totalEvents.toLocaleString("en-US") + " events · " + data.lanes.length + " lanes · " + data.turns.length + " turns · " +
-    data.suppressed.length + " items without a turn" + (data.undrawnEvents > 0 ? " · " + data.undrawnEvents.toLocaleString("en-US") + " events counted, not drawn" : "");
+    counted(data.totalEvents, "event") + " · " + counted(data.lanes.length, "lane") + " · " + counted(data.turns.length, "turn") + " · " +
+    counted(data.suppressed.length, "item") + " without a turn" + (data.hostWakes.length > 0 ? " · " + counted(data.hostWakes.length, "wake") + " by the agent host" : "") +
+    (data.undrawnEvents > 0 ? " · " + data.undrawnEvents.toLocaleString("en-US") + " events counted, not drawn" : "");
   summary.dataset["turns"] = String(data.turns.length);
   summary.dataset["suppressed"] = String(data.suppressed.length);
   const sessionSelect = byId("filter-session") as HTMLSelectElement;
@@ -132,6 +136,7 @@ function drawReport(): void {
     ["|", "event (grey: session, dark: process, purple: delegation, green: dispatch record)"],
     ["↳", "lane continues a compressed session"],
     ["▲", "a process handed to another session (dashed: refused)"],
+    ...(data.hostWakes.length > 0 ? ([["◆", "the agent host woke the agent on its own (red: about work it had consumed already)"]] as [string, string][]) : []),
   ];
   keys.forEach((p) => {
     const s = el("span");
@@ -170,6 +175,8 @@ function drawReport(): void {
   const evAt = (i: number) => ev.at[i]!;
   const turnAt = (i: number) => data.turns[i]!.at;
   const itemAt = (i: number) => data.suppressed[i]!.at;
+  const wakeAt = (i: number) => data.hostWakes[i]!.at;
+  const consumedWords = (r: { task: string; act: string; seq: number }) => r.task + (r.act === "notified" ? " (told already at seq " : " (consumed by " + r.act + " at seq ") + r.seq + ")";
 
   const scroller = byId("scroller");
   const rows = byId("rows");
@@ -313,6 +320,27 @@ function drawReport(): void {
     }
   }
 
+  /** The host's own wakes in the window (an imported recording): a ◆ each, red when it told the agent of work it had consumed. */
+  function drawWakes(track: HTMLElement, l: Lane, width: number): void {
+    const from = lowerBound(l.wakes, view.t0, wakeAt);
+    const to = lowerBound(l.wakes, view.t1 + 1e-9, wakeAt);
+    let right = -Infinity;
+    for (let m = from; m < to && m - from < 2000; m++) {
+      const index = l.wakes[m]!;
+      const wake = data.hostWakes[index]!;
+      const mark = el("div", "wake" + (wake.redundant.length > 0 ? " redundant" : ""), "◆");
+      const left = Math.max(x(wake.at, width), right + 12);
+      right = left;
+      mark.style.left = left + "px";
+      mark.dataset["index"] = String(index);
+      mark.dataset["tasks"] = wake.tasks.join(",");
+      mark.dataset["redundant"] = wake.redundant.map((r) => r.task).join(",");
+      mark.title = wake.host + " woke the agent about " + wake.tasks.join(", ") + (wake.redundant.length > 0 ? "; already consumed: " + wake.redundant.map(consumedWords).join(", ") : "");
+      if (selected && selected.type === "wake" && selected.index === index) mark.classList.add("selected");
+      track.appendChild(mark);
+    }
+  }
+
   function renderRow(l: Lane, slot: number): HTMLElement {
     const row = el("div", "lane");
     row.style.top = slot * ROW + "px";
@@ -337,6 +365,7 @@ function drawReport(): void {
     drawMarks(g, l, width);
     drawTurns(track, l, width);
     if (filter.suppressed) drawItems(track, l, width);
+    drawWakes(track, l, width);
     return row;
   }
 
@@ -436,6 +465,18 @@ function drawReport(): void {
       const pre = el("pre", "", t.text);
       pre.id = "detail-text";
       box.appendChild(pre);
+    } else if (selected.type === "wake") {
+      const w = data.hostWakes[selected.index]!;
+      box.appendChild(el("h3", "", w.host + " woke the agent" + (w.redundant.length > 0 ? ", about work it had consumed" : "")));
+      row("seq", String(w.seq));
+      row("time", timeText(w.at));
+      row("session", data.lanes[w.lane]!.key);
+      row("how", w.via === "attached" ? "attached to a message already going to the model" : "a message of its own");
+      row("tasks", w.tasks.join(", "));
+      box.appendChild(dl);
+      const what = el("p", "", w.redundant.length > 0 ? "Already consumed before this wake: " + w.redundant.map(consumedWords).join(", ") + "." : "None of these tasks had been consumed yet.");
+      what.id = "detail-wake";
+      box.appendChild(what);
     } else {
       const s = data.suppressed[selected.index]!;
       box.appendChild(el("h3", "", (s.member || "item") + ": no turn (" + s.why + ")"));
@@ -455,8 +496,9 @@ function drawReport(): void {
     selected = what;
     showDetails();
     if (reveal) {
-      const at = what.type === "turn" ? data.turns[what.index]!.at : data.suppressed[what.index]!.at;
-      const lane = what.type === "turn" ? data.turns[what.index]!.lane : data.suppressed[what.index]!.lane;
+      const row = what.type === "turn" ? data.turns[what.index]! : what.type === "wake" ? data.hostWakes[what.index]! : data.suppressed[what.index]!;
+      const at = row.at;
+      const lane = row.lane;
       const span = view.t1 - view.t0;
       if (at < view.t0 || at > view.t1) {
         view.t0 = at - span / 2;
@@ -469,9 +511,9 @@ function drawReport(): void {
   }
 
   rows.addEventListener("click", (e) => {
-    const target = (e.target as Element).closest<HTMLElement>(".turn, .mark");
+    const target = (e.target as Element).closest<HTMLElement>(".turn, .mark, .wake");
     if (!target) return;
-    select({ type: target.classList.contains("turn") ? "turn" : "item", index: Number(target.dataset["index"]) }, false);
+    select({ type: target.classList.contains("turn") ? "turn" : target.classList.contains("wake") ? "wake" : "item", index: Number(target.dataset["index"]) }, false);
   });
 
   function zoom(factor: number, centre?: number): void {
@@ -510,7 +552,7 @@ function drawReport(): void {
   );
   let drag: { x: number; t0: number; t1: number } | null = null;
   scroller.addEventListener("mousedown", (e) => {
-    if (!(e.target as Element).closest(".turn, .mark")) drag = { x: e.clientX, t0: view.t0, t1: view.t1 };
+    if (!(e.target as Element).closest(".turn, .mark, .wake")) drag = { x: e.clientX, t0: view.t0, t1: view.t1 };
   });
   window.addEventListener("mousemove", (e) => {
     if (!drag) return;
