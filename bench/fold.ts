@@ -11,7 +11,7 @@ import Database from "better-sqlite3";
 import type { Stored, TurnfoldEvent } from "../src/events/schema.js";
 import { openLog } from "../src/open.js";
 import { Projection } from "../src/projections/project.js";
-import { fmt, interleaved, type Row } from "./harness.js";
+import { measuredChild, fmt, interleaved, type Row } from "./harness.js";
 import { workload } from "../src/testing/workload.js";
 
 const total = 1_000_000;
@@ -178,26 +178,6 @@ export async function foldBench(): Promise<Row[]> {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/** Prints the child's peak resident set size on stderr as it exits. */
-const peakProbe = `data:text/javascript,process.on("exit",()=>process.stderr.write("peak-rss-kb "+process.resourceUsage().maxRSS+"\\n"))`;
-
-/** Runs a node script as a child; resolves to its wall time and peak RSS. */
-function measuredChild(args: readonly string[]): Promise<{ ms: number; peakMb: number }> {
-  return new Promise((resolve, reject) => {
-    const start = performance.now();
-    const child = spawn(process.execPath, ["--import", peakProbe, ...args], { stdio: ["ignore", "ignore", "pipe"] });
-    let stderr = "";
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => {
-      const ms = performance.now() - start;
-      const peak = /peak-rss-kb (\d+)/.exec(stderr);
-      if (code !== 0 || !peak) reject(new Error(`child ${args.join(" ")} failed (${code}): ${stderr.slice(0, 500)}`));
-      else resolve({ ms, peakMb: Number(peak[1]) / 1024 });
-    });
-  });
 }
 
 /**

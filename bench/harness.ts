@@ -1,3 +1,5 @@
+import { spawn } from "node:child_process";
+
 /**
  * Tiny benchmark harness. Every figure is measured next to a baseline in the same run,
  * rounds interleaved, and reported as a ratio: these machines are shared and noisy, so
@@ -49,4 +51,25 @@ export function printTable(rows: readonly Row[]): void {
   console.log(line(header));
   console.log("|" + widths.map((w) => "-".repeat(w + 2)).join("|") + "|");
   for (const c of cells) console.log(line(c));
+}
+
+/** Prints the child's peak resident set size on stderr as it exits, and, run with --expose-gc, the heap still live after a full collection then. */
+const peakProbe = `data:text/javascript,process.on("exit",()=>{process.stderr.write("peak-rss-kb "+process.resourceUsage().maxRSS+"\\n");if(globalThis.gc){globalThis.gc();process.stderr.write("retained-kb "+Math.round(process.memoryUsage().heapUsed/1024)+"\\n")}})`;
+
+/** Runs a node script as a child; resolves to its wall time, peak RSS and (with `retained`) the heap live at its end. */
+export function measuredChild(args: readonly string[], options: { retained?: boolean } = {}): Promise<{ ms: number; peakMb: number; retainedMb: number | undefined }> {
+  return new Promise((resolve, reject) => {
+    const start = performance.now();
+    const child = spawn(process.execPath, [...(options.retained ? ["--expose-gc"] : []), "--import", peakProbe, ...args], { stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      const ms = performance.now() - start;
+      const peak = /peak-rss-kb (\d+)/.exec(stderr);
+      const retained = /retained-kb (\d+)/.exec(stderr);
+      if (code !== 0 || !peak) reject(new Error(`child ${args.join(" ")} failed (${code}): ${stderr.slice(0, 500)}`));
+      else resolve({ ms, peakMb: Number(peak[1]) / 1024, retainedMb: retained ? Number(retained[1]) / 1024 : undefined });
+    });
+  });
 }
