@@ -15,6 +15,8 @@ export class HttpError extends Error {
   constructor(
     readonly status: number,
     readonly body: Record<string, unknown>,
+    /** Headers the answer carries (Retry-After, say). */
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(String(body["error"]));
   }
@@ -40,6 +42,14 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
     return { field, reason };
   });
   throw new HttpError(400, { error: "the body is not valid", problems });
+}
+
+/** A query string parsed by `schema`, or a 400 naming each parameter that is wrong. */
+export function parseQuery<T>(schema: z.ZodType<T>, query: unknown): T {
+  const parsed = schema.safeParse(query ?? {});
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => ({ field: issue.path.join(".") || "(query)", reason: issue.message }));
+  throw new HttpError(400, { error: "the query string is not valid", problems });
 }
 
 /** A 400 for a batch refused as a whole, with each problem named by the event's index (from 0). */
@@ -133,7 +143,7 @@ export function createApp(limits: HttpLimits): FastifyInstance {
     limits.logLine?.({ method: request.method, route: request.routeOptions.url ?? "(no route)", status: reply.statusCode, ms: Math.round(reply.elapsedTime) });
   });
   app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, _request, reply) => {
-    if (error instanceof HttpError) return reply.code(error.status).send(error.body);
+    if (error instanceof HttpError) return reply.code(error.status).headers(error.headers).send(error.body);
     const status = error.statusCode ?? 500;
     if (status === 413) return reply.code(413).send({ error: `the body is larger than ${bodyLimit} bytes` });
     if (status === 415) return reply.code(415).send({ error: "send the body as Content-Type: application/json (or application/x-ndjson, one event per line, to /v1/events)" });

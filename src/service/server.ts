@@ -20,6 +20,7 @@ import { createApp, HttpError } from "./http.js";
 import { ServiceMetrics } from "./metrics.js";
 import { eventRoutes } from "./routes/events.js";
 import { explainRoutes } from "./routes/explain.js";
+import { listingRoutes } from "./routes/listings.js";
 import { healthRoutes } from "./routes/health.js";
 import { sessionRoutes } from "./routes/sessions.js";
 import { turnRoutes } from "./routes/turns.js";
@@ -102,6 +103,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   sessionRoutes(context);
   turnRoutes(context);
   explainRoutes(context);
+  listingRoutes(context);
   healthRoutes(context);
   return {
     app,

@@ -1,0 +1,63 @@
+/**
+ * The listings a client uses to find what to explain (issue 48): `GET /v1/sessions`, the
+ * sessions a token may read, and `GET /v1/sessions/:key/items`, a session's items and their
+ * fates, a page at a time. Both say what `turnfold sessions` and `items` say, filtered as
+ * every read is: a session token sees its own conversation (its key and the keys that
+ * continue it), the producers' token sees every session.
+ */
+import { z } from "zod";
+import { Inventory, type ItemRow, type SessionRow } from "../../report/inventory.js";
+import { bearer, sameSecret, sessionToken } from "../auth.js";
+import { requireReader, routeConfig, type ServiceContext } from "../context.js";
+import { HttpError, parseQuery } from "../http.js";
+import { foldWholeLog, wholeLogRead } from "./explain.js";
+
+/** Most items in one page, and the default. */
+export const maxItemsPerPage = 5000;
+const itemsQuery = z.object({
+  after: z.coerce.number().int().nonnegative().default(0),
+  limit: z.coerce.number().int().min(1).max(maxItemsPerPage).default(500),
+});
+
+/** Registers the listing routes. */
+export function listingRoutes(context: ServiceContext): void {
+  // Any token turnfold issued: the route itself tells the producers' from a session's.
+  context.app.get("/v1/sessions", routeConfig("public"), async (request) => {
+    const raw = bearer(request.headers.authorization);
+    if (raw === undefined) throw new HttpError(401, { error: "a token is required (Authorization: Bearer TOKEN): the producers' lists every session, a session's lists its own" });
+    const producer = sameSecret(raw, context.options.producerToken);
+    const token = sessionToken(raw);
+    let key = producer ? undefined : context.directory.grantOf(token);
+    if (!producer && key === undefined) {
+      // Another server of the log may have opened it a moment ago.
+      await context.follower.catchUp(context.log).catch(() => undefined);
+      key = context.directory.grantOf(token);
+    }
+    if (!producer && key === undefined) throw new HttpError(401, { error: "this token is unknown here: it was never issued by this log, or it was revoked" });
+    const reach = key === undefined ? undefined : context.directory.reachFrom(token, key);
+    const inventory = new Inventory();
+    await wholeLogRead(context, producer ? "producer" : token.hash, () => foldWholeLog(context, (event) => inventory.push(event)));
+    const sessions: SessionRow[] = inventory.finish().filter((row) => reach === undefined || reach.includes(row.session));
+    return { sessions };
+  });
+
+  context.app.get<{ Params: { key: string } }>("/v1/sessions/:key/items", routeConfig("session"), async (request) => {
+    const reader = requireReader(context, request);
+    const { after, limit } = parseQuery(itemsQuery, request.query);
+    const reach = reader.reach();
+    // A session's rows (its own items only), then the page: in seq order, and never cut
+    // between rows of one seq (a turn's members share its drain's), so `after=next` goes on
+    // where this page stopped.
+    const rows: ItemRow[] = [];
+    const inventory = new Inventory((row) => {
+      if (reach.includes(row.session) && row.seq > after) rows.push(row);
+    });
+    await wholeLogRead(context, reader.token.hash, () => foldWholeLog(context, (event) => inventory.push(event)));
+    inventory.finish();
+    rows.sort((a, b) => a.seq - b.seq);
+    let end = Math.min(limit, rows.length);
+    while (end < rows.length && rows[end]!.seq === rows[end - 1]!.seq) end++;
+    const items = rows.slice(0, end);
+    return { items, ...(end < rows.length ? { next: items.at(-1)!.seq } : {}) };
+  });
+}
