@@ -1,7 +1,8 @@
 /**
  * Writes the example sessions shipped in examples/: each history is appended to a log,
  * the live projection records its dispatches, and the whole log is written as JSONL.
- * Run with: npx tsx examples/make.ts
+ * Run with `npm run examples`; test/examples.test.ts fails when a shipped file differs from
+ * what this writes.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -45,18 +46,27 @@ restarts.handOff("tests", "main:sub", "main", "still running: the flaky suite is
 restarts.close("main:sub", "idle").exit("tests", 1, { owner: "main:sub" }).drain("main", "tui-poller");
 restarts.exit("dev-2", 0).drain("main", "tui-poller");
 
-async function write(name: string, history: History): Promise<void> {
-  const log = new MemoryLog();
-  await log.append(history.events.map(({ seq: _seq, ...event }) => event as TurnfoldEvent));
-  const recorded = await recordDispatches(log, { pollMs: 1 });
-  const lines = (await log.readPage({ limit: 100_000 })).map(encodeJsonlLine);
-  writeFileSync(join(import.meta.dirname, `${name}.jsonl`), lines.join("\n") + "\n");
-  await log.close();
-  console.log(`${name}.jsonl: ${lines.length} events, ${recorded} recorded dispatches`);
+const histories: Record<string, History> = { backlog, cli, mixed, gateway, restarts };
+
+/** Each example's file name and text, and how many dispatches the live projection recorded in it. */
+export async function exampleFiles(): Promise<{ name: string; text: string; events: number; recorded: number }[]> {
+  const files = [];
+  for (const [name, history] of Object.entries(histories)) {
+    const log = new MemoryLog();
+    await log.append(history.events.map(({ seq: _seq, ...event }) => event as TurnfoldEvent));
+    const recorded = await recordDispatches(log, { pollMs: 1 });
+    const lines = (await log.readPage({ limit: 100_000 })).map(encodeJsonlLine);
+    await log.close();
+    files.push({ name: `${name}.jsonl`, text: lines.join("\n") + "\n", events: lines.length, recorded });
+  }
+  return files;
 }
 
-await write("backlog", backlog);
-await write("cli", cli);
-await write("mixed", mixed);
-await write("gateway", gateway);
-await write("restarts", restarts);
+// Run as a program (`npm run examples`): writes the files into the folder given, or beside this file.
+const [, script, folder] = process.argv;
+if (script !== undefined && /make\.(ts|m?js)$/.test(script)) {
+  for (const file of await exampleFiles()) {
+    writeFileSync(join(folder ?? import.meta.dirname, file.name), file.text);
+    console.log(`${file.name}: ${file.events} events, ${file.recorded} recorded ${file.recorded === 1 ? "dispatch" : "dispatches"}`);
+  }
+}

@@ -50,7 +50,7 @@ describe("turnfold import / export", () => {
     mkdirSync(spool);
     const db = join(dir, "from-stdin.sqlite");
     const piped = cli(["import", "-", "--db", db], { input: exported, env: { TMPDIR: spool } });
-    expect(piped.stderr).toBe(`imported 49 events into ${db} (seq 1–49)\n`);
+    expect(piped.stderr).toBe(`imported 51 events into ${db} (seq 1–51)\n`);
     expect(cli(["export", "--db", db]).stdout).toBe(exported);
     expect(cli(["replay", db, "--verify"]).code).toBe(0);
     const bad = cli(["import", "-", "--db", db], { input: '{"type":"drain","at":1,"session":"s1"}\n', env: { TMPDIR: spool } });

@@ -154,7 +154,7 @@ describe("turnfold report", () => {
     const fromJsonl = join(dir, "from-jsonl.html");
     const logged = cli(["report", db, "-o", fromLog]);
     expect(logged.code).toBe(0);
-    expect(logged.stderr).toContain("3 lanes, 6 turns, 2 items without a turn, 49 events");
+    expect(logged.stderr).toContain("3 lanes, 6 turns, 2 items without a turn, 51 events");
     expect(cli(["report", example("mixed"), "-o", fromJsonl]).code).toBe(0);
     const data = (file: string) =>
       mergeReportParts([...readFileSync(file, "utf8").matchAll(/<script type="application\/json" class="report-part">([^<]*)<\/script>/g)].map((m) => JSON.parse(m[1]!) as ReportPart));
