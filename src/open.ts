@@ -11,6 +11,7 @@ import type { EventStore } from "./events/store.js";
 import { ledgerProjection } from "./ledger/projection.js";
 import { batchesProjection } from "./service/batches.js";
 import { handoverProjection } from "./mcp/handover.js";
+import { processOwnersProjection } from "./events/addressed.js";
 import { defaultLedgerPolicy, type LedgerPolicy } from "./ledger/decider.js";
 
 /** How `openLog` opens a log. */
@@ -32,6 +33,14 @@ export interface OpenLogOptions {
    * `{ off: "the producer redacts with rules of its own" }`.
    */
   readonly redaction?: Redactor | { readonly off: string };
+  /**
+   * Take events that make items with no owner (a `process.started` or `process.exited`
+   * without `owner`, a watch notice of a process nobody owns, `watch.overflow`): whichever
+   * session drains first may take such an item (R12), which suits a log of one session
+   * only. By default such an append is refused, naming the event and the field, as
+   * `turnfold serve` refuses it.
+   */
+  readonly allowUnaddressed?: boolean;
 }
 
 /** A log as `openLog` opens it: the store port, whichever adapter is behind it. */
@@ -54,9 +63,10 @@ export async function openLog(target: string, options: OpenLogOptions = {}): Pro
   if (typeof target !== "string" || target.trim() === "") {
     throw logError("no-target", String(target ?? ""), `no log named (${JSON.stringify(target ?? null)}): give a SQLite file path, a postgres:// URL or "${memoryTarget}"`);
   }
-  const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy), batchesProjection, handoverProjection];
+  const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy), batchesProjection, handoverProjection, processOwnersProjection];
   const redact = redactorOf(options.redaction, target);
-  if (target === memoryTarget) return new MemoryLog({ projections, redact });
+  const refuseUnaddressed = options.allowUnaddressed !== true;
+  if (target === memoryTarget) return new MemoryLog({ projections, redact, refuseUnaddressed });
   if (isPostgresUrl(target)) {
     // Loaded on first use: a SQLite user never pays for pg and its dialect.
     const { openPostgresLog } = await import("./events/postgres-log.js");
@@ -65,12 +75,13 @@ export async function openLog(target: string, options: OpenLogOptions = {}): Pro
       ...(options.create !== undefined ? { create: options.create } : {}),
       ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
       redact,
+      refuseUnaddressed,
     });
   }
-  const { ledgerPolicy: _policy, redaction: _redaction, ...sqlite } = options;
+  const { ledgerPolicy: _policy, redaction: _redaction, allowUnaddressed: _allow, ...sqlite } = options;
   // Loaded on first use too: a command that reads a JSONL file never pays for SQLite.
   const { openSqliteLog } = await import("./events/sqlite-log.js");
-  return openSqliteLog(target, { ...sqlite, projections, redact });
+  return openSqliteLog(target, { ...sqlite, projections, redact, refuseUnaddressed });
 }
 
 /** The redactor of `openLog`'s options; turning it off needs a reason, so nobody does it by accident. */

@@ -40,7 +40,7 @@ describe("output is redacted before it is cut", () => {
       const rest = "\nend\n";
       // Every cut point inside the secret, as the tail's length.
       for (const into of [1, 5, 12, secret.value.length - 9]) {
-        const id = supervisor.start({ command: `printf '%s\\n%s\\nend\\n' 'first line' '${secret.line}'`, tailChars: secret.value.length - into + rest.length });
+        const id = supervisor.start({ command: `printf '%s\\n%s\\nend\\n' 'first line' '${secret.line}'`, tailChars: secret.value.length - into + rest.length, owner: "s" });
         const result = await supervisor.exited(id);
         expect(leaks(result.output, secret.value), `returned tail cut ${into} into the secret: ${JSON.stringify(result.output)}`).toBeUndefined();
         expect(result.outputCut).toBeGreaterThan(0);
@@ -59,7 +59,7 @@ describe("output is redacted before it is cut", () => {
     const supervisor = new Supervisor({ log, clock: () => now, timers: false });
     const gate = join(dir, `gate-${n++}`);
     const secret = secrets[0]!;
-    const id = supervisor.start({ command: `printf '%s\\n%s\\n' 'some output' '${secret.line}'; while [ ! -f ${gate} ]; do sleep 0.01; done`, heartbeatMs: 60_000, tailChars: 20 });
+    const id = supervisor.start({ command: `printf '%s\\n%s\\n' 'some output' '${secret.line}'; while [ ! -f ${gate} ]; do sleep 0.01; done`, heartbeatMs: 60_000, tailChars: 20, owner: "s" });
     for (let i = 0; i < 500 && !(supervisor.list()[0]?.exit === undefined && (await supervisor.log(id)).total > 40); i++) await new Promise((r) => setTimeout(r, 10));
     now += 61_000;
     supervisor.tick();
@@ -77,7 +77,7 @@ describe("output is redacted before it is cut", () => {
     const log = await openLog(join(dir, `page-${n++}.sqlite`));
     const supervisor = new Supervisor({ log });
     const secret = secrets[1]!;
-    const id = supervisor.start({ command: `printf '%s\\n%s\\nafter\\n' 'before it' '${secret.line}'` });
+    const id = supervisor.start({ command: `printf '%s\\n%s\\nafter\\n' 'before it' '${secret.line}'`, owner: "s" });
     await supervisor.exited(id);
     const at = "before it\n".length + secret.line.indexOf(secret.value);
     for (const page of [{ offset: at + 6, limit: 200 }, { offset: 0, limit: at + 12 }, { offset: at + 4, limit: 20 }]) {

@@ -14,7 +14,7 @@ let n = 0;
 
 async function setup(options: { clock?: () => number; timers?: boolean; killGraceMs?: number } = {}) {
   const path = join(dir, `sup-${n++}.sqlite`);
-  const log = await openLog(path);
+  const log = await openLog(path, { allowUnaddressed: true }); // supervision, not ownership: processes without an owner
   const supervisor = new Supervisor({ log, ...options });
   const events = async () => {
     await supervisor.flush();
@@ -212,7 +212,7 @@ describe("a result being taken is consumed in the same append as the exit (R7, R
   /** A log that remembers which events went in together. */
   async function recording() {
     const path = join(dir, `batch-${n++}.sqlite`);
-    const log = await openLog(path);
+    const log = await openLog(path, { allowUnaddressed: true }); // supervision, not ownership: processes without an owner
     const batches: string[][] = [];
     const append = log.append.bind(log);
     log.append = (events) => {
@@ -272,7 +272,7 @@ describe("a result being taken is consumed in the same append as the exit (R7, R
 
   it("with identify, a start names the supervisor and the child by pid and start time", async () => {
     const path = join(dir, `identify-${n++}.sqlite`);
-    const log = await openLog(path);
+    const log = await openLog(path, { allowUnaddressed: true }); // supervision, not ownership: processes without an owner
     const supervisor = new Supervisor({ log, identify: true });
     const id = supervisor.start({ command: "sleep 0.1" });
     const pid = supervisor.list().find((p) => p.process === id)!.pid!;
@@ -288,7 +288,7 @@ describe("a result being taken is consumed in the same append as the exit (R7, R
 describe("a log that is unreachable for a while (a database restart)", () => {
   it("loses no event: each append is tried again until it lands, in order", async () => {
     const path = join(dir, `outage-${n++}.sqlite`);
-    const log = await openLog(path);
+    const log = await openLog(path, { allowUnaddressed: true }); // supervision, not ownership: processes without an owner
     const append = log.append.bind(log);
     let refusals = 3;
     log.append = (events) => {

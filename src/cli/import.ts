@@ -122,7 +122,8 @@ async function importFile(path: string, file: string, db: string): Promise<void>
   } catch (error) {
     throw error instanceof JsonlProblems ? nothing() : error;
   }
-  const log = await openLog(db);
+  // A recorded history is imported as it was, items with no owner included (R12).
+  const log = await openLog(db, { allowUnaddressed: true });
   try {
     const seqs = await log.transact(async (tx) => {
       let first: number | undefined;

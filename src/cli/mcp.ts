@@ -82,7 +82,8 @@ export function mcpCommand(program: Command): void {
         const signal = stopSignal();
         const target = logTarget(options.db, true)!;
         const { openLog } = await import("../open.js");
-        const log = await openLog(target, { create: true });
+        // The supervisor's `watch.overflow` names no session (R12): this server's own writes may make such an item.
+        const log = await openLog(target, { create: true, allowUnaddressed: true });
         const session = options.session ?? sessionFromHost(process.env, options.host) ?? `mcp-${randomBytes(4).toString("hex")}`;
         const say = reporter(false, "turnfold mcp");
         // Loaded here: the SDK is for this command only.

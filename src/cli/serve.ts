@@ -73,7 +73,8 @@ export function runCommands(program: Command): void {
         // A SQLite file this command makes is removed again when it cannot listen: a port in
         // use leaves nothing behind.
         const made = isPostgresUrl(options.db) || options.db === memoryTarget || existsSync(options.db) ? undefined : options.db;
-        const log = await openLog(options.db, { create: true });
+        // The service refuses items with no owner at its edge, with the server's words; the log takes what the service lets through.
+        const log = await openLog(options.db, { create: true, allowUnaddressed: options.allowUnaddressed ?? false });
         const say = reporter(options.json ?? false);
         // Loaded here: every other command starts without the HTTP server and the live runner.
         const [{ createService }, { startPipeline }] = await Promise.all([import("../service/server.js"), import("../service/pipeline.js")]);

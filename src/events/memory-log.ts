@@ -4,6 +4,7 @@ import { Subject, type Observable } from "rxjs";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { logError } from "./errors.js";
 import { prepareEvents } from "./validate.js";
+import { checkAddressed, ownersOf, type OwnerRow } from "./addressed.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
 import {
@@ -24,6 +25,8 @@ function parse(json: unknown): unknown {
 
 export interface MemoryLogOptions {
   readonly projections?: readonly AnyInlineProjection[];
+  /** Refuse appends that would make items with no owner (see `SqliteLogOptions.refuseUnaddressed`). */
+  readonly refuseUnaddressed?: boolean;
   /** Secrets in each appended event are redacted with this (default: the default rules); `false` stores events as given. */
   readonly redact?: Redactor | false;
 }
@@ -40,10 +43,15 @@ export class MemoryLog implements EventStore {
 
   #closed = false;
 
+  readonly #owners: InlineProjection<unknown> | undefined;
+  readonly refusesUnaddressed: boolean;
+
   constructor(options: MemoryLogOptions = {}) {
     this.projections = options.projections ?? [];
     this.#redact = options.redact ?? defaultRedactor;
     checkProjections(this.projections);
+    this.#owners = options.refuseUnaddressed ? ownersOf(this.projections) : undefined;
+    this.refusesUnaddressed = options.refuseUnaddressed === true;
     for (const p of this.projections) this.#rows.set(p.name, new Map());
   }
 
@@ -150,6 +158,8 @@ export class MemoryLog implements EventStore {
   #appendNow(events: readonly TurnfoldEvent[], notify = true): number[] {
     if (this.#closed) throw logError("closed", "memory:", "memory: the log is closed: nothing appended");
     events = prepareEvents(events, this.#redact);
+    const owners = this.#owners;
+    if (owners !== undefined) checkAddressed(events, (process) => (parse(this.#rows.get(owners.name)!.get(process)) as OwnerRow | undefined)?.owner);
     // Copy first, so a caller mutating its objects later cannot rewrite history; and
     // build every copy before storing any, so a bad event leaves the log as it was.
     const copies = events.map((event, i) => ({ ...structuredClone(event), seq: this.#events.length + i + 1 }) as Stored);

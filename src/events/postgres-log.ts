@@ -39,6 +39,7 @@ import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type Rea
 import { applicationName, listingIndex, migrate, prepareProjections, type LayoutHost } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { prepareEvents } from "./validate.js";
+import { assertAddressed, ownerLookups, ownersOf, type OwnerRow } from "./addressed.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
 import {
   applyInline,
@@ -61,6 +62,8 @@ export interface PostgresLogOptions {
   readonly poolSize?: number;
   /** Secrets in each appended event are redacted with this (default: the default rules); `false` stores events as given. */
   readonly redact?: Redactor | false;
+  /** Refuse appends that would make items with no owner (see `SqliteLogOptions.refuseUnaddressed`). */
+  readonly refuseUnaddressed?: boolean;
 }
 
 
@@ -136,7 +139,7 @@ export async function openPostgresLog(target: string, options: PostgresLogOption
     checkProjections(projections);
     await prepareProjections(host, projections);
     const logId = await readMeta(db, layout, "log_id");
-    return new PostgresLog(db, pool, parsed, layout, logId ?? "", projections, options.pollMs ?? 1000, options.redact ?? defaultRedactor);
+    return new PostgresLog(db, pool, parsed, layout, logId ?? "", projections, options.pollMs ?? 1000, options.redact ?? defaultRedactor, options.refuseUnaddressed ?? false);
   } catch (error) {
     await db.destroy();
     throw error;
@@ -320,8 +323,13 @@ export class PostgresLog implements EventStore {
   #listener: Promise<pg.Client | undefined> | undefined;
   #closed = false;
 
-  constructor(db: Kysely<unknown>, pool: pg.Pool, target: Target, layout: Layout, logId: string, projections: readonly AnyInlineProjection[], pollMs: number, redact: Redactor | false) {
+  readonly #owners: InlineProjection<unknown> | undefined;
+  readonly refusesUnaddressed: boolean;
+
+  constructor(db: Kysely<unknown>, pool: pg.Pool, target: Target, layout: Layout, logId: string, projections: readonly AnyInlineProjection[], pollMs: number, redact: Redactor | false, refuseUnaddressed = false) {
     this.#redact = redact;
+    this.#owners = refuseUnaddressed ? ownersOf(projections) : undefined;
+    this.refusesUnaddressed = refuseUnaddressed;
     this.#db = db;
     this.#pool = pool;
     this.#target = target;
@@ -554,6 +562,17 @@ export class PostgresLog implements EventStore {
   /** Appends prepared events at the transaction's next seqs, with their projection rows and the wake-up, in one statement, sent without waiting for its answer. */
   async #insert(tx: WriteTransaction, events: readonly TurnfoldEvent[]): Promise<number[]> {
     if (events.length === 0) return [];
+    if (this.#owners !== undefined) {
+      // The owners of the processes the batch names without one, as this transaction sees them.
+      const projection = this.#owners;
+      const owners = new Map<string, string | undefined>();
+      for (const process of ownerLookups(events)) {
+        const rows = tx.rows.of(projection.name);
+        if (!rows.has(process)) rows.set(process, await this.#rowJson(tx.run, projection, process));
+        owners.set(process, (parseRow(rows.get(process)) as OwnerRow | undefined)?.owner);
+      }
+      assertAddressed(events, owners);
+    }
     const first = (await tx.lastSeq()) + 1;
     const seqs = events.map((_, i) => first + i);
     const bodies = events.map(bodyOf);

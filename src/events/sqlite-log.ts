@@ -21,6 +21,7 @@ import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type Rea
 import { applicationName, listingIndex, migrate, prepareProjections, type LayoutHost, type LogDatabase } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { prepareEvents } from "./validate.js";
+import { checkAddressed, ownersOf, type OwnerRow } from "./addressed.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
 import {
   applyInline,
@@ -49,6 +50,12 @@ export interface SqliteLogOptions {
    * opener does not know is refused, since appends would leave its rows behind.
    */
   readonly projections?: readonly AnyInlineProjection[];
+  /**
+   * Refuse appends that would make items with no owner (events/addressed.ts); needs
+   * `processOwnersProjection` among the projections. `openLog` sets it unless opened with
+   * `allowUnaddressed`.
+   */
+  readonly refuseUnaddressed?: boolean;
   /** Secrets in each appended event are redacted with this (default: the default rules); `false` stores events as given. */
   readonly redact?: Redactor | false;
 }
@@ -93,7 +100,7 @@ export async function openSqliteLog(path: string, options: SqliteLogOptions = {}
     const projections = options.projections ?? [];
     checkProjections(projections);
     await prepareProjections(host, projections);
-    return new SqliteLog(database, kysely, options.pollMs ?? 50, projections, options.redact ?? defaultRedactor);
+    return new SqliteLog(database, kysely, options.pollMs ?? 50, projections, options.redact ?? defaultRedactor, options.refuseUnaddressed ?? false);
   } catch (error) {
     database.close();
     throw error;
@@ -232,6 +239,7 @@ function rowAccess(db: Database.Database, projections: readonly InlineProjection
 
 export class SqliteLog implements EventStore {
   readonly logId: string;
+  readonly refusesUnaddressed: boolean;
   readonly projections: readonly AnyInlineProjection[];
   readonly #db: Database.Database;
   readonly #kysely: Kysely<LogDatabase>;
@@ -252,7 +260,7 @@ export class SqliteLog implements EventStore {
   readonly #appendIf: (expected: number, events: readonly TurnfoldEvent[]) => ConditionalAppend;
   #closed = false;
 
-  constructor(db: Database.Database, kysely: Kysely<LogDatabase>, pollMs: number, projections: readonly AnyInlineProjection[], redact: Redactor | false = defaultRedactor) {
+  constructor(db: Database.Database, kysely: Kysely<LogDatabase>, pollMs: number, projections: readonly AnyInlineProjection[], redact: Redactor | false = defaultRedactor, refuseUnaddressed = false) {
     this.#db = db;
     this.#kysely = kysely;
     this.#pollMs = pollMs;
@@ -273,8 +281,11 @@ export class SqliteLog implements EventStore {
     // its own max(rowid)+1, the lock is held, and rows are never deleted, so the seqs of a
     // batch follow the last one without a gap, with no max(seq) query of our own
     // (docs/performance.md has what each choice here cost).
+    const owners = refuseUnaddressed ? ownersOf(projections) : undefined;
+    this.refusesUnaddressed = refuseUnaddressed;
     this.#insertAll = (given) => {
       const events = prepareEvents(given, redact);
+      if (owners !== undefined) checkAddressed(events, (process) => (this.#rows.get(owners, process) as OwnerRow | undefined)?.owner);
       const seqs = new Array<number>(events.length);
       for (let i = 0; i < events.length; i++) {
         const e = events[i]!;

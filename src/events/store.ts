@@ -58,6 +58,8 @@ export interface EventStore extends EventLog {
   readonly logId: string;
   /** The inline projections this store keeps, as registered when it was opened. */
   readonly projections: readonly AnyInlineProjection[];
+  /** True when appends that would make items with no owner are refused (`openLog`'s default; events/addressed.ts). */
+  readonly refusesUnaddressed?: boolean;
   /**
    * Runs `body` in one write transaction: nobody else appends until it ends, what it
    * reads cannot change under it, and what it appends commits with it or not at all.

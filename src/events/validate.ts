@@ -183,7 +183,7 @@ function eventsMessage(problems: readonly Problem[]): string {
 }
 
 /** The error of a refused append: the first five problems in its message, all of them in `problems`. */
-function invalidEvents(problems: readonly Problem[], message = eventsMessage(problems)): InvalidEventsError {
+export function invalidEvents(problems: readonly Problem[], message = eventsMessage(problems)): InvalidEventsError {
   const error = new Error(message) as Error & {
     code: "invalid-events";
     problems: readonly Problem[];

@@ -48,9 +48,10 @@ export type SessionRequest = FastifyRequest<{ Params: { key: string } }>;
 /**
  * Who may call a route, checked for every request in one `onRequest` hook before the
  * route runs (`routeConfig`): the producers' token, a session token that reaches the
- * path's session, or nobody at all (`public`). A route that says nothing is closed.
+ * path's session, any token this log issued (`token`: the producers' or a session's, which
+ * the route tells apart), or nobody at all (`public`). A route that says nothing is closed.
  */
-export type RouteAccess = "producer" | "session" | "public";
+export type RouteAccess = "producer" | "session" | "token" | "public";
 
 /** A route's config, read by the authentication hook. */
 export function routeConfig(access: RouteAccess): { config: { access: RouteAccess } } {

@@ -9,10 +9,10 @@
  * grants), `follow.ts` (catch-up and tail), `streams.ts` (the open turn streams),
  * `metrics.ts`, and the routes per resource in `routes/`.
  */
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { TurnfoldEvent } from "../events/schema.js";
 import type { FoldQuery } from "../reducers/query.js";
-import { SessionDirectory } from "./auth.js";
+import { bearer, sameSecret, SessionDirectory, sessionToken } from "./auth.js";
 import { Authority } from "./authority.js";
 import { requireProducer, requireSession, type RouteAccess, type ServiceContext, type ServiceOptions, type SessionRequest } from "./context.js";
 import { LogFollower } from "./follow.js";
@@ -131,8 +131,26 @@ function authenticate(context: ServiceContext): void {
     if (access === "public") return;
     if (access === "producer") return requireProducer(context, request);
     if (access === "session") return requireKnownSession(context, request as SessionRequest);
+    if (access === "token") return requireKnownToken(context, request);
     throw new HttpError(403, { error: "this route is closed" });
   });
+}
+
+/**
+ * Any token this log issued: the producers', or a session's that was granted (after one
+ * catch-up with the log, as for `session` routes). 401 without one, and for a token unknown here.
+ */
+async function requireKnownToken(context: ServiceContext, request: FastifyRequest): Promise<void> {
+  const raw = bearer(request.headers.authorization);
+  if (raw === undefined) throw new HttpError(401, { error: "a token is required (Authorization: Bearer TOKEN): the producers' or a session's" });
+  if (sameSecret(raw, context.options.producerToken)) return;
+  const token = sessionToken(raw);
+  if (context.directory.grantOf(token) !== undefined) return;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, catchUpForTokenMs)));
+  await Promise.race([context.follower.catchUp(context.log).catch(() => undefined), late]);
+  clearTimeout(timer);
+  if (context.directory.grantOf(token) === undefined) throw new HttpError(401, { error: "this token is unknown here: it was never issued by this log, or it was revoked" });
 }
 
 /** How long a request with a token this server does not know waits for its fold to reach the log's end, in ms. */

@@ -193,6 +193,10 @@ export class Supervisor {
 
   start(options: StartOptions): string {
     const id = options.id ?? `proc-${++this.#next}`;
+    // Said here, before a child runs: the log would refuse its start, and its exit after it.
+    if (options.owner === undefined && (this.#log as { refusesUnaddressed?: boolean }).refusesUnaddressed === true) {
+      throw new Error(`Supervisor.start: owner is required: name the session that owns process ${id} (this log takes no items without an owner; open it with openLog(target, { allowUnaddressed: true }) for a log of one session)`);
+    }
     const earlier = this.#processes.get(id);
     // A run may take over its own id (R33) once the earlier run has ended.
     if (earlier !== undefined && (options.replaces !== id || earlier.result === undefined)) {

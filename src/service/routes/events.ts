@@ -10,7 +10,8 @@ import { ledgerOf } from "../../ledger/projection.js";
 import { appendOnce } from "../batches.js";
 import { routeConfig, type ServiceContext } from "../context.js";
 import { HttpError, maxKeyLength, refused, rejectInvalid } from "../http.js";
-import { batchProblem, ownerProblems, unaddressedField, type OwnerProblem } from "../owners.js";
+import { unaddressedField } from "../../events/addressed.js";
+import { batchProblem, ownerProblems, type OwnerProblem } from "../owners.js";
 
 /** Event types only turnfold writes, and why. */
 const turnfoldOnly: ReadonlyMap<string, string> = new Map([

@@ -21,20 +21,15 @@ const itemsQuery = z.object({
 
 /** Registers the listing routes. */
 export function listingRoutes(context: ServiceContext): void {
-  // Any token turnfold issued: the route itself tells the producers' from a session's.
-  context.app.get("/v1/sessions", routeConfig("public"), async (request) => {
-    const raw = bearer(request.headers.authorization);
-    if (raw === undefined) throw new HttpError(401, { error: "a token is required (Authorization: Bearer TOKEN): the producers' lists every session, a session's lists its own" });
+  // Any token this log issued (the gate checked it): the producers' lists every session, a session's its own conversation.
+  context.app.get("/v1/sessions", routeConfig("token"), async (request) => {
+    const raw = bearer(request.headers.authorization)!;
     const producer = sameSecret(raw, context.options.producerToken);
     const token = sessionToken(raw);
-    let key = producer ? undefined : context.directory.grantOf(token);
-    if (!producer && key === undefined) {
-      // Another server of the log may have opened it a moment ago.
-      await context.follower.catchUp(context.log).catch(() => undefined);
-      key = context.directory.grantOf(token);
-    }
+    const key = producer ? undefined : context.directory.grantOf(token);
+    // Revoked between the gate and here: nothing, never everything.
     if (!producer && key === undefined) throw new HttpError(401, { error: "this token is unknown here: it was never issued by this log, or it was revoked" });
-    const reach = key === undefined ? undefined : context.directory.reachFrom(token, key);
+    const reach = producer ? undefined : context.directory.reachFrom(token, key!);
     const inventory = new Inventory();
     await wholeLogRead(context, producer ? "producer" : token.hash, () => foldWholeLog(context, (event) => inventory.push(event)));
     const sessions: SessionRow[] = inventory.finish().filter((row) => reach === undefined || reach.includes(row.session));

@@ -1,0 +1,135 @@
+/**
+ * R11/R12 at every edge that appends. An item that names no owner may be taken by whichever
+ * session drains first (R12): right for one agent with one session, and wrong everywhere
+ * else, since one conversation's output would reach another. So `turnfold serve` refuses
+ * every event that would make such an item, and so does a log opened with `openLog`, unless
+ * it is opened with `{ allowUnaddressed: true }` (issue 48: a typo in `owner` compiled, and
+ * another session got the item).
+ *
+ * Whether a `process.exited` or a watch notice without an owner is addressed depends on the
+ * process's `process.started`: the log keeps each process's owner in an inline projection
+ * (`processOwnersProjection`), read inside the append's transaction.
+ */
+import type { Stored } from "./schema.js";
+import type { AnyInlineProjection, InlineProjection } from "./store.js";
+import { invalidEvents, type Problem } from "./validate.js";
+
+/** Who owns a process, as far as the log (or a service's fold) knows. */
+export interface ProcessOwners {
+  ownerOf(process: string): string | undefined;
+}
+
+/** Events whose items go to their process's owner. */
+const processNotices = new Set(["watch.matched", "watch.disabled", "heartbeat", "process.output"]);
+
+/**
+ * The field that leaves `value` without an owner, given the owners known so far (the
+ * log's and those set earlier in the batch), or undefined when it has one or makes no
+ * item. Values that are not events pass: validation names what is wrong with them.
+ */
+export function unaddressedField(value: unknown, owners: ProcessOwners, batch: ReadonlyMap<string, string> = new Map()): { field: string; reason: string } | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  const event = value as { type?: unknown; process?: unknown; owner?: unknown };
+  const known = (process: unknown) => typeof process === "string" && (batch.has(process) || owners.ownerOf(process) !== undefined);
+  switch (event.type) {
+    case "process.started":
+      return event.owner === undefined ? { field: "owner", reason: "required here: name the session that owns this process" } : undefined;
+    case "process.exited":
+      if (event.owner !== undefined || known(event.process)) return undefined;
+      return { field: "owner", reason: "required here: name the session that owns this process (or start it with an owner first)" };
+    case "watch.overflow":
+      return { field: "type", reason: "watch.overflow names no session, so it would reach whichever drains first" };
+    default:
+      if (typeof event.type !== "string" || !processNotices.has(event.type) || known(event.process)) return undefined;
+      return { field: "process", reason: `no owner is known for process ${JSON.stringify(event.process)}: append its process.started with an owner first` };
+  }
+}
+
+/** One refused event of a batch: its index (from 0), the field and the reason. */
+export interface UnaddressedProblem {
+  readonly index: number;
+  readonly field: string;
+  readonly reason: string;
+}
+
+/** Every event of a batch that would make an item with no owner; `why` ends each reason (how to allow them). */
+export function unaddressedProblems(events: readonly unknown[], owners: ProcessOwners, why: string): UnaddressedProblem[] {
+  const batch = new Map<string, string>();
+  const problems: UnaddressedProblem[] = [];
+  events.forEach((value, index) => {
+    const missing = unaddressedField(value, owners, batch);
+    if (missing) {
+      problems.push({ index, field: missing.field, reason: `${missing.reason}; ${why}` });
+      return;
+    }
+    const event = value as { type?: unknown; process?: unknown; owner?: unknown };
+    if ((event.type === "process.started" || event.type === "process.exited") && typeof event.process === "string" && typeof event.owner === "string") {
+      if (!batch.has(event.process)) batch.set(event.process, event.owner);
+    }
+  });
+  return problems;
+}
+
+/** The processes of a batch whose owner the log must be asked for: those of events that name none. */
+export function ownerLookups(events: readonly unknown[]): string[] {
+  const ids = new Set<string>();
+  for (const value of events) {
+    const event = value as { type?: unknown; process?: unknown; owner?: unknown };
+    if (typeof event.process !== "string" || event.owner !== undefined) continue;
+    if (event.type === "process.exited" || (typeof event.type === "string" && processNotices.has(event.type))) ids.add(event.process);
+  }
+  return [...ids];
+}
+
+/** A row of the owners projection: the session a process belongs to now. */
+export interface OwnerRow {
+  readonly owner: string;
+  readonly at: number;
+}
+
+/**
+ * Each process's owner, kept by the log in the append transaction: its `process.started`'s
+ * (or, with none, its first `process.exited`'s) `owner`, moved by `process.handed-off`.
+ * What the refusal of unaddressed items reads; the fold keeps its own.
+ */
+export const processOwnersProjection: InlineProjection<OwnerRow> = {
+  name: "process_owners",
+  version: 1,
+  eventTypes: new Set(["process.started", "process.exited", "process.handed-off"]),
+  keys: (event) => [(event as { process: string }).process],
+  evolve(row, event: Stored) {
+    if (event.type === "process.started") return event.owner !== undefined ? { owner: event.owner, at: event.at } : row;
+    if (event.type === "process.exited") return row ?? (event.owner !== undefined ? { owner: event.owner, at: event.at } : undefined);
+    if (event.type === "process.handed-off") return row !== undefined && row.owner === event.from ? { owner: event.to, at: event.at } : row;
+    return row;
+  },
+  tag: () => null,
+  updatedAt: (row) => row.at,
+};
+
+const allowHint = "this log takes no unaddressed items (open it with openLog(target, { allowUnaddressed: true }) for a log of one session only)";
+
+/**
+ * Throws the refusal of a batch that would make items with no owner (the error a refused
+ * append throws: `code` "invalid-events", each problem named by index and field), given the
+ * owners of the processes `ownerLookups` named.
+ */
+export function assertAddressed(events: readonly unknown[], owners: ReadonlyMap<string, string | undefined>): void {
+  const problems = unaddressedProblems(events, { ownerOf: (process) => owners.get(process) }, allowHint);
+  if (problems.length === 0) return;
+  const shown: Problem[] = problems.map((p) => ({ where: `event ${p.index}`, field: p.field, reason: p.reason }));
+  const text = shown.slice(0, 3).map((p) => `${p.where}: ${p.field}: ${p.reason}`).join("; ");
+  throw invalidEvents(shown, `nothing appended, ${problems.length === 1 ? "an event would make an item" : `${problems.length} events would make items`} with no owner: ${text}`);
+}
+
+/** `assertAddressed` with each looked-up owner read by `ownerOf` (an adapter's row read, inside its write). */
+export function checkAddressed(events: readonly unknown[], ownerOf: (process: string) => string | undefined): void {
+  assertAddressed(events, new Map(ownerLookups(events).map((process) => [process, ownerOf(process)])));
+}
+
+/** The owners projection among a store's, for an adapter told to refuse unaddressed items; an error when it is missing. */
+export function ownersOf(projections: readonly AnyInlineProjection[]): InlineProjection<unknown> {
+  const found = projections.find((p) => p.name === processOwnersProjection.name);
+  if (found === undefined) throw new Error("refusing unaddressed items needs the process_owners projection: open the log with openLog()");
+  return found as InlineProjection<unknown>;
+}
