@@ -89,17 +89,18 @@ export interface OwnerRow {
 
 /**
  * Each process's owner, kept by the log in the append transaction: its `process.started`'s
- * (or, with none, its first `process.exited`'s) `owner`, moved by `process.handed-off`.
- * What the refusal of unaddressed items reads; the fold keeps its own.
+ * `owner`, moved by `process.handed-off`. What the refusal of unaddressed items reads; the
+ * fold keeps its own. An exit writes no row (exits are most of a log's appends, and one
+ * with an owner needs none): a second exit without an owner of a process that was never
+ * started is refused, though the fold would give it its first exit's owner.
  */
 export const processOwnersProjection: InlineProjection<OwnerRow> = {
   name: "process_owners",
   version: 1,
-  eventTypes: new Set(["process.started", "process.exited", "process.handed-off"]),
+  eventTypes: new Set(["process.started", "process.handed-off"]),
   keys: (event) => [(event as { process: string }).process],
   evolve(row, event: Stored) {
     if (event.type === "process.started") return event.owner !== undefined ? { owner: event.owner, at: event.at } : row;
-    if (event.type === "process.exited") return row ?? (event.owner !== undefined ? { owner: event.owner, at: event.at } : undefined);
     if (event.type === "process.handed-off") return row !== undefined && row.owner === event.from ? { owner: event.to, at: event.at } : row;
     return row;
   },
