@@ -4,7 +4,7 @@
  */
 import { closeSync, createReadStream, openSync, readSync, statSync } from "node:fs";
 import { JsonlProblems, decodeStoredJsonlStream, fileNumbering } from "../events/jsonl.js";
-import { readPages } from "../events/log.js";
+import { readPaged, readPages } from "../events/log.js";
 import type { Stored } from "../events/schema.js";
 import { isPostgresUrl, redactUrl } from "../events/urls.js";
 import { openLog } from "../open.js";
@@ -25,6 +25,13 @@ export interface History {
    * reading the pages, which close the log); undefined for JSONL.
    */
   readonly hasRecords: () => Promise<boolean | undefined>;
+  /**
+   * A log's dispatch records in seq order, read through its type index on a connection of
+   * their own, so `--verify` can fetch each record when its turn is derived instead of
+   * holding every derived turn until the records come (a runner that caught up writes them
+   * after the whole log). Undefined for JSONL.
+   */
+  readonly records?: () => AsyncIterable<Stored>;
 }
 
 function looksLikeSqlite(path: string): boolean {
@@ -46,7 +53,7 @@ export async function openHistory(path: string, shown = path): Promise<History> 
     const log = await openLog(path, { create: false });
     const size = await log.lastSeq();
     const hasRecords = async () => (await log.readPage({ type: "notification.dispatched", limit: 1 })).length > 0;
-    return { size, hasRecords, pages: logPages(log, path) };
+    return { size, hasRecords, pages: logPages(log, path), records: () => recordsOf(path) };
   }
   requireFile(path);
   return { size: undefined, hasRecords: async () => undefined, pages: jsonlPages(path, shown) };
@@ -72,6 +79,15 @@ async function* logPages(log: Awaited<ReturnType<typeof openLog>>, path: string)
       page.forEach(check);
       yield page;
     }
+  } finally {
+    await log.close();
+  }
+}
+
+async function* recordsOf(path: string): AsyncGenerator<Stored> {
+  const log = await openLog(path, { create: false });
+  try {
+    yield* readPaged((options) => log.readPage(options), { type: "notification.dispatched", limit: pageSize });
   } finally {
     await log.close();
   }

@@ -52,18 +52,34 @@ async function replayFile(path: string, file: string, options: ReplayOptions): P
       } else if (o.type === "turn" || options.status) out.add(options.json ? jsonLine(o) : humanLines(o));
     }
   };
-  let read = 0;
-  for await (const page of history.pages) {
-    for (const event of page) {
-      if (verifier) verifier.record(event);
-      emit(projection.push(event));
+  // A log's records come through its index, each as its turn is derived (see History.records).
+  const records = verifier && history.records ? history.records()[Symbol.asyncIterator]() : undefined;
+  let recordsLeft = true;
+  const feedRecords = async (all: boolean): Promise<void> => {
+    while (records && verifier && recordsLeft && !verifier.difference && (all || verifier.waiting > 0)) {
+      const next = await records.next();
+      if (next.done) recordsLeft = false;
+      else verifier.record(next.value);
     }
-    read += page.length;
-    bar.tick(read);
-    if (verifier?.difference) break;
-    await out.flushIfFull();
+  };
+  let read = 0;
+  try {
+    for await (const page of history.pages) {
+      for (const event of page) {
+        if (verifier && (records === undefined || event.type !== "notification.dispatched")) verifier.record(event);
+        emit(projection.push(event));
+      }
+      read += page.length;
+      bar.tick(read);
+      await feedRecords(false);
+      if (verifier?.difference) break;
+      await out.flushIfFull();
+    }
+    if (!verifier?.difference) emit(projection.finish());
+    await feedRecords(true);
+  } finally {
+    await records?.return?.();
   }
-  if (!verifier?.difference) emit(projection.finish());
   bar.done();
   await out.flush();
   return verifier ? report(file, verifier.finish(), options.json ?? false) : 0;

@@ -21,6 +21,12 @@ export interface LiveOptions extends ProjectionOptions {
   readonly pollMs?: number;
   /** Page size while catching up. Default 1000. */
   readonly pageSize?: number;
+  /**
+   * While catching up, records waiting to be appended are appended once there are this
+   * many (default 2000), at the log's end, when no record lies in the part not folded yet:
+   * a long catch-up holds a bounded number of records instead of every one it decided.
+   */
+  readonly catchUpFlushAt?: number;
   /** Told the seq of the last event folded, after each page (for a lag figure). */
   readonly progress?: (seq: number) => void;
   /**
@@ -158,12 +164,35 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
     }
   };
 
+  const flushAt = options.catchUpFlushAt ?? 2000;
+  /** Every dispatch record from `next` up to here is one this runner appended early. */
+  let oursTo = 0;
+  /**
+   * Appends the records decided so far before the fold has reached the log's end: at the end
+   * as it is now, only if no other dispatch record lies in the part not folded yet (another
+   * runner may be recording the same turns: its records, once read, retire ours, as at the
+   * end), and only if the log still ends there. Otherwise they wait, as they always did.
+   */
+  const flushEarly = async (): Promise<void> => {
+    const end = await guarded(() => log.lastSeq());
+    if (end < next) return;
+    const from = Math.max(next, oursTo + 1);
+    const others = from > end ? [] : await guarded(() => log.readPage({ type: "notification.dispatched", from, limit: 1 }));
+    if (others.some((record) => record.seq <= end)) return;
+    const records = [...pending.values()].flat();
+    const appended = await guarded(() => log.appendAfter(end, records));
+    if (!appended.ok) return;
+    pending.clear();
+    oursTo = end + records.length;
+  };
+
   while (!signal.aborted) {
     const page = await guarded(() => log.readPage({ from: next, limit: pageSize }));
     for (const event of page) fold(event);
     if (page.length > 0) {
       next = page[page.length - 1]!.seq + 1;
       options.progress?.(next - 1);
+      if (pending.size >= flushAt) await flushEarly();
       continue;
     }
     // Gateway windows close on time even when no later event comes (R28).
