@@ -8,6 +8,7 @@ import { mcpBench } from "./mcp.js";
 import { livePathBench } from "./live-path.js";
 import { hookBench } from "./hook.js";
 import { transcriptsBench } from "./transcripts.js";
+import { memoryBench } from "./memory.js";
 
 const rows: Row[] = [];
 process.stderr.write("measuring append …\n");
@@ -24,6 +25,8 @@ process.stderr.write("measuring turnfold mcp (exit → channel notification) …
 rows.push(...(await mcpBench()));
 process.stderr.write("measuring the Stop hook's answer, with its server and without (logs of 10^3 and 10^5 events) …\n");
 rows.push(...(await hookBench()));
+process.stderr.write("measuring the peak memory of items, sessions, replay --verify and run's catch-up at 10^6 events …\n");
+rows.push(...(await memoryBench()));
 process.stderr.write("measuring the reading of Claude Code's transcripts (audit and import of 220 and 2,200 sessions) …\n");
 rows.push(...(await transcriptsBench()));
 printTable(rows);
