@@ -160,10 +160,14 @@ describe("turnfold mcp, channel mode", () => {
       for (const id of ids) {
         const exit = at((e) => e.type === "process.exited" && e.process === id);
         const consumed = at((e) => e.type === "process.consumed" && e.process === id);
-        const notices = events.flatMap((e, i) => (e.type === "notification.dispatched" && e.members.includes(id) ? [i] : []));
+        // Where each turn with it was decided: its drain's position, not its record's. A record
+        // is appended after the drain that decided it, and on a loaded machine after a
+        // consumption that came later still (issue 48 saw that as "[478]"): a turn decided
+        // before the consumption was right to carry it (R10).
+        const notices = events.flatMap((e, i) => (e.type === "notification.dispatched" && e.members.includes(id) ? [typeof e.drainSeq === "number" ? events.findIndex((d) => d.seq === e.drainSeq) : i] : []));
         expect(exit, id).toBeGreaterThanOrEqual(0);
         expect(consumed, id).toBeGreaterThan(exit);
-        // R7 itself: nothing is handed out after its consumption.
+        // R7 itself: nothing is decided for it after its consumption.
         expect(notices.filter((i) => i > consumed), id).toEqual([]);
         if (consumed === exit + 1) {
           duringWait++;

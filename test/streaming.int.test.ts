@@ -19,6 +19,7 @@ import { workload } from "../src/testing/workload.js";
 import { cli, cliEntry } from "./support/cli.js";
 import { History } from "./support/history.js";
 import { tempDir } from "./support/tmp.js";
+import { slowdown } from "./support/machine.js";
 
 const dir = tempDir();
 const heapLimitMb = 40;
@@ -39,6 +40,9 @@ async function writeLog(path: string, events: Iterable<TurnfoldEvent>): Promise<
   if (batch.length > 0) await log.append(batch);
   await log.close();
 }
+
+/** The machine's slowdown now (test/support/machine.ts): the 400,000-event trial's limit scales with it. */
+const machineSlowdown = slowdown();
 
 const withoutSeq = function* (events: Iterable<Stored>): Generator<TurnfoldEvent> {
   for (const { seq: _seq, ...event } of events) yield event as TurnfoldEvent;
@@ -133,7 +137,7 @@ describe("streaming replay", () => {
     const parts = [...html.matchAll(/<script type="application\/json" class="report-part">([^<]*)<\/script>/g)].map((m) => JSON.parse(m[1]!) as ReportPart);
     expect(parts.length).toBeGreaterThan(10);
     expect(mergeReportParts(parts).turns).toHaveLength(turns);
-  }, 240_000);
+  }, Math.round(240_000 * machineSlowdown));
 
   it("--verify on a long log reports the one record altered near its end, by seq", async () => {
     // The log as a live runner writes it: each turn's record right after the event that decided it.
