@@ -5,7 +5,7 @@
  * restart.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, openSync, closeSync } from "node:fs";
+import { existsSync, openSync, closeSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openLog } from "../src/open.js";
@@ -415,3 +415,30 @@ describe("turnfold mcp, edges", () => {
   });
 });
 
+
+describe("what a server leaves in the state folder", () => {
+  it("a conversation that ended cleanly leaves no folder behind in the spool (issue 48: every mcp --db X left an empty one)", async () => {
+    const at = place();
+    const s = await startMcp({ db: at.db, stateHome: at.stateHome });
+    const id = await started(s, "echo done");
+    expect((await s.call("wait_process", { process: id, timeout_ms: 10_000 })).structuredContent).toMatchObject({ status: "exited" });
+    const spool = join(at.stateHome, "turnfold", "spool");
+    expect(readdirSync(spool)).toHaveLength(1);
+    const gone = new Promise<void>((resolve) => {
+      const look = () => (isRunning(s.pid) ? setTimeout(look, 50) : resolve());
+      look();
+    });
+    await s.close();
+    await gone;
+    expect(readdirSync(spool)).toEqual([]);
+  });
+});
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -13,7 +13,7 @@
  * stepped aside lives, the hooks of that key hand nothing over (which conversation a hook
  * speaks for is unknown), and every conversation takes its turns with take_notifications.
  */
-import { appendFileSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readFileSync, rmdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { processStamp, stampedProcess } from "../ledger/process-identity.js";
 
@@ -81,6 +81,15 @@ export function holdKey(root: string, key: string, share: boolean): HeldKey {
             unlinkSync(file);
           } catch {
             // gone already
+          }
+          // An empty folder is nothing to keep (issue 48: every conversation left one behind):
+          // the key's, then its log's. A folder still holding anything stays.
+          for (const empty of [folder, root]) {
+            try {
+              rmdirSync(empty);
+            } catch {
+              break;
+            }
           }
         },
       };

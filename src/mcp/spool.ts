@@ -162,5 +162,7 @@ export class OutputSpool {
     for (const process of [...this.#partial.keys()]) this.#flush(process);
     await Promise.all([...this.#streams.values()].map((s) => new Promise<void>((resolve) => s.end(() => resolve()))));
     this.#streams.clear();
+    // Nothing left to recover from (every child's exit is in the log): the stamp goes too.
+    if (!readdirSync(this.#dir).some((name) => name.endsWith(".out"))) rmSync(join(this.#dir, "server"), { force: true });
   }
 }
