@@ -155,6 +155,9 @@ export class Verifier {
 
   /** End of the history: any record without a turn, or turn without a record, is a difference. */
   finish(): Verified {
+    // A broken hand-over found first is the verdict: reading stopped there, so what waits
+    // unpaired after it says nothing.
+    if (this.#handover !== undefined && this.#difference === undefined) return { ok: false, verdict: "handover", handover: this.#handover };
     if (!this.#difference && (this.#records.size > 0 || this.#turns.size > 0)) {
       const stored = this.#records.peek();
       const waiting = this.#turns.peek();
