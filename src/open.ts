@@ -11,7 +11,7 @@ import type { EventStore } from "./events/store.js";
 import { ledgerProjection } from "./ledger/projection.js";
 import { batchesProjection } from "./service/batches.js";
 import { handoverProjection } from "./mcp/handover.js";
-import { processOwnersProjection } from "./events/addressed.js";
+import { addressedProcessesProjection } from "./events/addressed.js";
 import { defaultLedgerPolicy, type LedgerPolicy } from "./ledger/decider.js";
 
 /** How `openLog` opens a log. */
@@ -63,7 +63,7 @@ export async function openLog(target: string, options: OpenLogOptions = {}): Pro
   if (typeof target !== "string" || target.trim() === "") {
     throw logError("no-target", String(target ?? ""), `no log named (${JSON.stringify(target ?? null)}): give a SQLite file path, a postgres:// URL or "${memoryTarget}"`);
   }
-  const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy), batchesProjection, handoverProjection, processOwnersProjection];
+  const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy), batchesProjection, handoverProjection, addressedProcessesProjection];
   const redact = redactorOf(options.redaction, target);
   const refuseUnaddressed = options.allowUnaddressed !== true;
   if (target === memoryTarget) return new MemoryLog({ projections, redact, refuseUnaddressed });

@@ -241,10 +241,15 @@ function startAppender(file: string, writer: string, batches: number, size: numb
   });
   let stderr = "";
   child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  const opened = new Promise<void>((resolve) => child.stdout.once("data", () => resolve()));
   const exited = new Promise<{ code: number | null; stderr: string }>((resolve) =>
     child.on("exit", (code) => resolve({ code, stderr })),
   );
+  // A writer that dies before it opened the log says why, instead of the test waiting out its limit.
+  const opened = new Promise<void>((resolve, reject) => {
+    child.stdout.once("data", () => resolve());
+    void exited.then((r) => reject(new Error(`writer ${writer} exited (${r.code}) before it opened the log: ${r.stderr.slice(-2000)}`)));
+  });
+  opened.catch(() => undefined);
   return { child, opened, exited };
 }
 

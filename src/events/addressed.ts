@@ -7,8 +7,9 @@
  * another session got the item).
  *
  * Whether a `process.exited` or a watch notice without an owner is addressed depends on the
- * process's `process.started`: the log keeps each process's owner in an inline projection
- * (`processOwnersProjection`), read inside the append's transaction.
+ * process's `process.started`: the log keeps whether each process was started with an owner
+ * in an inline projection (`addressedProcessesProjection`), read inside the append's
+ * transaction.
  */
 import type { Stored } from "./schema.js";
 import type { AnyInlineProjection, InlineProjection } from "./store.js";
@@ -81,28 +82,30 @@ export function ownerLookups(events: readonly unknown[]): string[] {
   return [...ids];
 }
 
-/** A row of the owners projection: the session a process belongs to now. */
-export interface OwnerRow {
-  readonly owner: string;
+/** A row of the addressed-processes projection: whether the process's latest run was started with an owner. */
+export interface AddressedRow {
+  readonly addressed: boolean;
   readonly at: number;
 }
 
 /**
- * Each process's owner, kept by the log in the append transaction: its `process.started`'s
- * `owner`, moved by `process.handed-off`. What the refusal of unaddressed items reads; the
- * fold keeps its own. An exit writes no row (exits are most of a log's appends, and one
- * with an owner needs none): a second exit without an owner of a process that was never
- * started is refused, though the fold would give it its first exit's owner.
+ * Whether each process's latest run was started with an owner, kept by the log in the
+ * append transaction: what the refusal of items with no owner reads there, where the fold
+ * is not at hand. It says only whether a process has an owner, never whose it is: where an
+ * item goes is the fold's to decide (src/reducers). An exit writes no row (exits are most of
+ * a log's appends, and one with an owner needs none): a second exit without an owner of a
+ * process that was never started is refused, though the fold would give it its first
+ * exit's owner.
  */
-export const processOwnersProjection: InlineProjection<OwnerRow> = {
-  name: "process_owners",
+export const addressedProcessesProjection: InlineProjection<AddressedRow> = {
+  name: "addressed_processes",
   version: 1,
-  eventTypes: new Set(["process.started", "process.handed-off"]),
+  eventTypes: new Set(["process.started"]),
   keys: (event) => [(event as { process: string }).process],
   evolve(row, event: Stored) {
-    if (event.type === "process.started") return event.owner !== undefined ? { owner: event.owner, at: event.at } : row;
-    if (event.type === "process.handed-off") return row !== undefined && row.owner === event.from ? { owner: event.to, at: event.at } : row;
-    return row;
+    if (event.type !== "process.started") return row;
+    const addressed = event.owner !== undefined;
+    return row?.addressed === addressed ? row : { addressed, at: event.at };
   },
   tag: () => null,
   updatedAt: (row) => row.at,
@@ -123,14 +126,19 @@ export function assertAddressed(events: readonly unknown[], owners: ReadonlyMap<
   throw invalidEvents(shown, `nothing appended, ${problems.length === 1 ? "an event would make an item" : `${problems.length} events would make items`} with no owner: ${text}`);
 }
 
-/** `assertAddressed` with each looked-up owner read by `ownerOf` (an adapter's row read, inside its write). */
-export function checkAddressed(events: readonly unknown[], ownerOf: (process: string) => string | undefined): void {
-  assertAddressed(events, new Map(ownerLookups(events).map((process) => [process, ownerOf(process)])));
+/** `assertAddressed`, with each looked-up process's row read by `rowOf` (an adapter's row read, inside its write). */
+export function checkAddressed(events: readonly unknown[], rowOf: (process: string) => unknown): void {
+  assertAddressed(events, new Map(ownerLookups(events).map((process) => [process, addressedBy(rowOf(process))])));
 }
 
-/** The owners projection among a store's, for an adapter told to refuse unaddressed items; an error when it is missing. */
+/** What `assertAddressed` is told of a process from its row: that it has an owner (not whose), or nothing. */
+export function addressedBy(row: unknown): string | undefined {
+  return (row as AddressedRow | undefined)?.addressed === true ? "(an owner)" : undefined;
+}
+
+/** The addressed-processes projection among a store's, for an adapter told to refuse unaddressed items; an error when it is missing. */
 export function ownersOf(projections: readonly AnyInlineProjection[]): InlineProjection<unknown> {
-  const found = projections.find((p) => p.name === processOwnersProjection.name);
-  if (found === undefined) throw new Error("refusing unaddressed items needs the process_owners projection: open the log with openLog()");
+  const found = projections.find((p) => p.name === addressedProcessesProjection.name);
+  if (found === undefined) throw new Error("refusing unaddressed items needs the addressed_processes projection: open the log with openLog()");
   return found as InlineProjection<unknown>;
 }

@@ -4,7 +4,7 @@ import { Subject, type Observable } from "rxjs";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { logError } from "./errors.js";
 import { prepareEvents } from "./validate.js";
-import { checkAddressed, ownersOf, type OwnerRow } from "./addressed.js";
+import { checkAddressed, ownersOf } from "./addressed.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
 import {
@@ -159,7 +159,7 @@ export class MemoryLog implements EventStore {
     if (this.#closed) throw logError("closed", "memory:", "memory: the log is closed: nothing appended");
     events = prepareEvents(events, this.#redact);
     const owners = this.#owners;
-    if (owners !== undefined) checkAddressed(events, (process) => (parse(this.#rows.get(owners.name)!.get(process)) as OwnerRow | undefined)?.owner);
+    if (owners !== undefined) checkAddressed(events, (process) => parse(this.#rows.get(owners.name)!.get(process)));
     // Copy first, so a caller mutating its objects later cannot rewrite history; and
     // build every copy before storing any, so a bad event leaves the log as it was.
     const copies = events.map((event, i) => ({ ...structuredClone(event), seq: this.#events.length + i + 1 }) as Stored);

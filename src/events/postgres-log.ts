@@ -39,7 +39,7 @@ import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type Rea
 import { applicationName, listingIndex, migrate, prepareProjections, type LayoutHost } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { prepareEvents } from "./validate.js";
-import { assertAddressed, ownerLookups, ownersOf, type OwnerRow } from "./addressed.js";
+import { addressedBy, assertAddressed, ownerLookups, ownersOf } from "./addressed.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
 import {
   applyInline,
@@ -569,7 +569,7 @@ export class PostgresLog implements EventStore {
       for (const process of ownerLookups(events)) {
         const rows = tx.rows.of(projection.name);
         if (!rows.has(process)) rows.set(process, await this.#rowJson(tx.run, projection, process));
-        owners.set(process, (parseRow(rows.get(process)) as OwnerRow | undefined)?.owner);
+        owners.set(process, addressedBy(parseRow(rows.get(process))));
       }
       assertAddressed(events, owners);
     }

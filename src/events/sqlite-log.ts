@@ -21,7 +21,7 @@ import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type Rea
 import { applicationName, listingIndex, migrate, prepareProjections, type LayoutHost, type LogDatabase } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { prepareEvents } from "./validate.js";
-import { checkAddressed, ownersOf, type OwnerRow } from "./addressed.js";
+import { checkAddressed, ownersOf } from "./addressed.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
 import {
   applyInline,
@@ -52,7 +52,7 @@ export interface SqliteLogOptions {
   readonly projections?: readonly AnyInlineProjection[];
   /**
    * Refuse appends that would make items with no owner (events/addressed.ts); needs
-   * `processOwnersProjection` among the projections. `openLog` sets it unless opened with
+   * `addressedProcessesProjection` among the projections. `openLog` sets it unless opened with
    * `allowUnaddressed`.
    */
   readonly refuseUnaddressed?: boolean;
@@ -285,7 +285,7 @@ export class SqliteLog implements EventStore {
     this.refusesUnaddressed = refuseUnaddressed;
     this.#insertAll = (given) => {
       const events = prepareEvents(given, redact);
-      if (owners !== undefined) checkAddressed(events, (process) => (this.#rows.get(owners, process) as OwnerRow | undefined)?.owner);
+      if (owners !== undefined) checkAddressed(events, (process) => this.#rows.get(owners, process));
       const seqs = new Array<number>(events.length);
       for (let i = 0; i < events.length; i++) {
         const e = events[i]!;

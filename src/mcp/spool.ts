@@ -79,6 +79,8 @@ export class OutputSpool {
   /** Per child, the end of its output that is not a whole line yet. */
   readonly #partial = new Map<string, string>();
   readonly #redact: Redactor;
+  /** Files of children whose exits are in the log, being removed once their stream has ended. */
+  readonly #removing = new Set<Promise<void>>();
 
   constructor(dir: string, redact: Redactor = createRedactor()) {
     this.#dir = dir;
@@ -128,7 +130,11 @@ export class OutputSpool {
     this.#streams.delete(process);
     const path = this.#path(process);
     if (stream === undefined) rmSync(path, { force: true });
-    else stream.end(() => rmSync(path, { force: true }));
+    else {
+      const removed = new Promise<void>((resolve) => stream.end(() => resolve(rmSync(path, { force: true }))));
+      this.#removing.add(removed);
+      void removed.then(() => this.#removing.delete(removed));
+    }
   }
 
   /**
@@ -162,6 +168,7 @@ export class OutputSpool {
     for (const process of [...this.#partial.keys()]) this.#flush(process);
     await Promise.all([...this.#streams.values()].map((s) => new Promise<void>((resolve) => s.end(() => resolve()))));
     this.#streams.clear();
+    await Promise.all(this.#removing);
     // Nothing left to recover from (every child's exit is in the log): the stamp goes too.
     if (!readdirSync(this.#dir).some((name) => name.endsWith(".out"))) rmSync(join(this.#dir, "server"), { force: true });
   }
