@@ -6,7 +6,7 @@
  * subagent. Run by `npm run test:hosts`.
  */
 import { describe, expect, it } from "vitest";
-import { exitLogged, expectDelivered, installed, World } from "./harness.js";
+import { claudeEnv, exitLogged, expectDelivered, installed, World } from "./harness.js";
 import type { Script } from "./model.js";
 
 const versions = [
@@ -17,14 +17,7 @@ const versions = [
 const printArgs = ["--output-format", "stream-json", "--verbose", "--allowedTools", "mcp__turnfold"];
 
 async function world(bin: string, name: string, script: Script): Promise<World> {
-  const w = await World.create(`claude-${name}`, bin, script, (url) => ({
-    ANTHROPIC_BASE_URL: url,
-    ANTHROPIC_API_KEY: "sk-fake-key",
-    DISABLE_TELEMETRY: "1",
-    DISABLE_ERROR_REPORTING: "1",
-    DISABLE_AUTOUPDATER: "1",
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-  }));
+  const w = await World.create(`claude-${name}`, bin, script, claudeEnv);
   // As the README says: register the server, then install the hooks in the project.
   const added = await w.sh("claude", ["mcp", "add", "turnfold", "--", "turnfold", "mcp"]);
   expect(added.code, added.stderr).toBe(0);

@@ -8,7 +8,7 @@
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { World } from "./harness.js";
+import { claudeEnv, World } from "./harness.js";
 import { newId, type Conversation, type Decided, type Message, type Out } from "./model.js";
 
 /** What a step sees: the tools offered, the tasks launched so far (by the host's id, in order) and their output files. */
@@ -136,14 +136,7 @@ async function converse(w: World, bin: string, prompts: readonly string[], settl
 
 /** Records a plan with Claude Code; returns the transcript files written (the session's and its subagents'), and the world. */
 export async function record(bin: string, plan: Plan): Promise<{ world: World; files: string[]; session: string | undefined }> {
-  const w = await World.create(`record-${plan.name}`, bin, planned(plan), (url) => ({
-    ANTHROPIC_BASE_URL: url,
-    ANTHROPIC_API_KEY: "sk-fake-key",
-    DISABLE_TELEMETRY: "1",
-    DISABLE_ERROR_REPORTING: "1",
-    DISABLE_AUTOUPDATER: "1",
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-  }));
+  const w = await World.create(`record-${plan.name}`, bin, planned(plan), claudeEnv);
   const settle = plan.settleMs ?? 4000;
   const session = await converse(w, bin, plan.prompts, settle);
   if (plan.resumePrompts && session) await converse(w, bin, plan.resumePrompts, settle, session);

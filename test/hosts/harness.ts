@@ -175,4 +175,16 @@ export async function exitLogged(world: World, timeoutMs = 30_000): Promise<bool
   return false;
 }
 
+/** Claude Code's environment for a world: the scripted model at `url`, a throwaway key, and nothing sent anywhere else. */
+export function claudeEnv(url: string): Record<string, string> {
+  return {
+    ANTHROPIC_BASE_URL: url,
+    ANTHROPIC_API_KEY: "sk-fake-key",
+    DISABLE_TELEMETRY: "1",
+    DISABLE_ERROR_REPORTING: "1",
+    DISABLE_AUTOUPDATER: "1",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+  };
+}
+
 export { marker };
