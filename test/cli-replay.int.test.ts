@@ -6,6 +6,7 @@ import { mergeReportParts, type ReportPart } from "../src/report/data.js";
 import { spawnSync } from "node:child_process";
 import { cli, cliEntry } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";
+import { reportPartsOf } from "./support/report-parts.js";
 
 const dir = tempDir();
 const examples = join(import.meta.dirname, "..", "examples");
@@ -157,7 +158,7 @@ describe("turnfold report", () => {
     expect(logged.stderr).toContain("3 lanes, 6 turns, 2 items without a turn, 51 events");
     expect(cli(["report", example("mixed"), "-o", fromJsonl]).code).toBe(0);
     const data = (file: string) =>
-      mergeReportParts([...readFileSync(file, "utf8").matchAll(/<script type="application\/json" class="report-part">([^<]*)<\/script>/g)].map((m) => JSON.parse(m[1]!) as ReportPart));
+      mergeReportParts(reportPartsOf(readFileSync(file, "utf8")));
     const { source: _a, ...fromLogData } = data(fromLog);
     const { source: _b, ...fromJsonlData } = data(fromJsonl);
     expect(fromLogData).toEqual(fromJsonlData);

@@ -11,6 +11,11 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";
+import type { TurnfoldEvent } from "../src/events/schema.js";
+import { openLog } from "../src/open.js";
+import { mergeReportParts } from "../src/report/parts.js";
+import { workload } from "../src/testing/workload.js";
+import { reportPartsOf } from "./support/report-parts.js";
 
 const executablePath = "/usr/bin/chromium";
 const available = existsSync(executablePath);
@@ -226,4 +231,67 @@ describe.skipIf(!available)(`the report of what Claude Code recorded, in Chromiu
       await browser.close();
     }
   }, 60_000);
+});
+
+describe.skipIf(!available)(`the report at scale, in Chromium (${available ? executablePath : "skipped: no /usr/bin/chromium"})`, () => {
+  it("a page for 10^6 events stays under 40 MB, opens, finds an item by id, key or text, links to it (#item=ID), and pages its list of items without a turn", async () => {
+    const db = join(dir, "million.sqlite");
+    const log = await openLog(db, { allowUnaddressed: true });
+    let batch: TurnfoldEvent[] = [];
+    for (const { seq: _seq, ...event } of workload(1_000_000, 1000)) {
+      batch.push(event as TurnfoldEvent);
+      if (batch.length === 20_000) await log.append(batch.splice(0));
+    }
+    if (batch.length > 0) await log.append(batch);
+    await log.close();
+    const out = join(dir, "million.html");
+    const made = cli(["report", db, "-o", out]);
+    expect(made.code, made.stderr).toBe(0);
+    const size = statSync(out).size;
+    expect(size).toBeLessThan(40 * 1024 * 1024);
+    const data = mergeReportParts(reportPartsOf(readFileSync(out, "utf8")));
+    expect(data.suppressed.length).toBeGreaterThan(1000);
+    // An item past the first page whose process made no turn at all (a link opens on the turn that carried it, when there is one).
+    const delivered = new Set(data.turns.flatMap((t) => t.members));
+    const item = data.suppressed.slice(500).find((s) => s.member !== null && !delivered.has(s.member))!;
+    expect(item).toBeDefined();
+    const browser = await chromium.launch({ executablePath, args: ["--no-sandbox"] });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 800 } });
+      const errors: string[] = [];
+      page.on("pageerror", (error) => errors.push(String(error)));
+      await page.goto(`file://${out}`, { timeout: 120_000 });
+      await page.waitForSelector("body[data-ready=true]", { timeout: 120_000 });
+      await expect(page.locator("#summary").textContent()).resolves.toContain(`${data.turns.length.toLocaleString("en-US")} turns`);
+      // The list of items without a turn, a page at a time, never capped.
+      const note = page.locator("#suppressed-note");
+      await expect(note.textContent()).resolves.toBe(`rows 1–500 of ${data.suppressed.length}`);
+      await page.click("#page-next");
+      await expect(note.textContent()).resolves.toBe(`rows 501–1000 of ${data.suppressed.length}`);
+      const at = data.suppressed.indexOf(item);
+      if (at < 1000) await expect(page.locator(`.suppressed-row[data-member="${item.member}"]`).count()).resolves.toBeGreaterThan(0);
+      // Find by id: the item is among the hits, and a click shows it.
+      await page.fill("#search", item.member!);
+      await page.waitForSelector(".found-row");
+      const hits = await page.locator(".found-row").allTextContents();
+      expect(hits.some((h) => h.startsWith(`${item.member} in `))).toBe(true);
+      await page.locator(".found-row", { hasText: `${item.member} in ` }).first().click();
+      await expect(page.locator("#details h3").textContent()).resolves.toContain(`${item.member}: no turn (${item.why})`);
+      // By session key (every turn and item of the session: more than the id's few) and by text.
+      const key = data.lanes[item.lane]!.key;
+      await page.fill("#search", key);
+      await expect.poll(() => page.locator(".found-row").count()).toBeGreaterThan(hits.length);
+      expect((await page.locator(".found-row").allTextContents()).every((t) => t.includes(key))).toBe(true);
+      await page.fill("#search", "no such thing anywhere");
+      await expect.poll(() => page.locator("#found-note").textContent()).toBe("nothing matches");
+      // A link to the item opens the page on it.
+      const linked = await browser.newPage({ viewport: { width: 1400, height: 800 } });
+      await linked.goto(`file://${out}#item=${encodeURIComponent(item.member!)}`, { timeout: 120_000 });
+      await linked.waitForSelector("body[data-ready=true]", { timeout: 120_000 });
+      await expect(linked.locator("#details h3").textContent()).resolves.toContain(`${item.member}: no turn`);
+      expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  }, 240_000);
 });

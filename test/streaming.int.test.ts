@@ -20,6 +20,7 @@ import { cli, cliEntry } from "./support/cli.js";
 import { History } from "./support/history.js";
 import { tempDir } from "./support/tmp.js";
 import { slowdown } from "./support/machine.js";
+import { reportPartsOf } from "./support/report-parts.js";
 
 const dir = tempDir();
 const heapLimitMb = 40;
@@ -134,7 +135,7 @@ describe("streaming replay", () => {
     expect(reported.stderr).toContain(`${turns} turns`);
     expect(reported.status).toBe(0);
     const html = readFileSync(page, "utf8");
-    const parts = [...html.matchAll(/<script type="application\/json" class="report-part">([^<]*)<\/script>/g)].map((m) => JSON.parse(m[1]!) as ReportPart);
+    const parts = reportPartsOf(html);
     expect(parts.length).toBeGreaterThan(10);
     expect(mergeReportParts(parts).turns).toHaveLength(turns);
   }, Math.round(240_000 * machineSlowdown));

@@ -11,6 +11,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
 import type { ReportPart } from "./parts.js";
 
 /** Where the build puts the page's program, relative to the package's root. */
@@ -39,11 +40,6 @@ function pageProgram(): string {
   return text;
 }
 
-/** Inline JSON safe inside a script element: `<` is escaped, so no `</script>` can close it early. */
-function inlineJson(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
-}
-
 function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 }
@@ -69,10 +65,14 @@ export class ReportPage {
     write(head(source));
   }
 
-  /** Writes one part of the data. */
+  /**
+   * Writes one part of the data: its JSON, gzipped and in base64 (a page for 10^6 events
+   * went from 69 MB to a fraction of it: turn texts repeat their headers and commands). The
+   * page's program inflates it with the browser's own DecompressionStream.
+   */
   part(part: ReportPart): void {
     if (this.#ended) throw new Error("ReportPage: part after end");
-    this.#write(`<script type="application/json" class="report-part">${inlineJson(part)}</script>\n`);
+    this.#write(`<script type="application/gzip+base64" class="report-part">${gzipSync(JSON.stringify(part)).toString("base64")}</script>\n`);
   }
 
   /** Writes the script and closes the document. */
@@ -119,6 +119,7 @@ function head(source: string): string {
   <div id="controls">
     <label>Session <select id="filter-session"><option value="">all sessions</option></select></label>
     <fieldset id="filter-kinds"><legend>Show</legend></fieldset>
+    <label>Find <input id="search" type="search" placeholder="an id, a session key, or text" size="28"></label>
     <span class="zoom"><button id="zoom-in" title="Zoom in (or Ctrl + wheel)">+</button><button id="zoom-out" title="Zoom out">−</button><button id="zoom-fit" title="Show the whole history">fit</button></span>
   </div>
   <div id="legend"></div>
@@ -130,7 +131,8 @@ function head(source: string): string {
   </section>
   <aside id="side">
     <section id="details"><h2>Details</h2><p class="hint">Click a turn (a coloured block) or an item without a turn (✕) to see it here.</p></section>
-    <section id="suppressed"><h2>Items that made no turn</h2><div id="suppressed-note"></div><table id="suppressed-list"><thead><tr><th>seq</th><th>item</th><th>session</th><th>why</th></tr></thead><tbody></tbody></table></section>
+    <section id="found" hidden><h2>Found</h2><div id="found-note"></div><ol id="found-list"></ol></section>
+    <section id="suppressed"><h2>Items that made no turn</h2><div id="suppressed-note"></div><div class="pager"><button id="page-prev">‹ earlier</button> <button id="page-next">later ›</button></div><table id="suppressed-list"><thead><tr><th>seq</th><th>item</th><th>session</th><th>why</th></tr></thead><tbody></tbody></table></section>
   </aside>
 </main>
 `;

@@ -9,8 +9,22 @@
  */
 import { mergeReportParts, type ReportData, type ReportPart, type ReportTurn, type ReportLane } from "../parts.js";
 
+/** A part as the page holds it: JSON, gzipped, in base64 (see `ReportPage.part`). */
+async function inflate(text: string): Promise<ReportPart> {
+  const bytes = Uint8Array.from(atob(text.trim()), (c) => c.charCodeAt(0));
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return JSON.parse(await new Response(stream).text()) as ReportPart;
+}
+
+/** Reads the page's parts, in order. */
+async function readParts(): Promise<ReportPart[]> {
+  const elements: Element[] = [];
+  document.querySelectorAll("script.report-part").forEach((element) => elements.push(element));
+  return Promise.all(elements.map((element) => (element.getAttribute("type") === "application/json" ? (JSON.parse(element.textContent ?? "null") as ReportPart) : inflate(element.textContent ?? ""))));
+}
+
 /** Draws the report from the `script.report-part` elements of the page, and keeps it drawn as the view changes. */
-function drawReport(): void {
+function drawReport(parts: readonly ReportPart[]): void {
   interface Lane {
     readonly lane: ReportLane;
     readonly index: number;
@@ -22,8 +36,6 @@ function drawReport(): void {
   type Selection = { readonly type: "turn" | "item" | "wake"; readonly index: number };
   type TickClass = "session" | "process" | "drain" | "delegation" | "record" | "other";
 
-  const parts: ReportPart[] = [];
-  document.querySelectorAll("script.report-part").forEach((element) => parts.push(JSON.parse(element.textContent ?? "null") as ReportPart));
   const data = mergeReportParts(parts);
   const ROW = 46;
   const kindColours: Record<string, string> = { completions: "#2e86c1", watch: "#d68910", heartbeat: "#7f8c8d", delegation: "#8e44ad", diagnostic: "#16a085", stale: "#a0522d" };
@@ -407,6 +419,9 @@ function drawReport(): void {
     drawAxis();
   }
 
+  /** The items-without-a-turn list shows this many rows at a time; the pager walks it (never capped). */
+  const pageRows = 500;
+  let listPage = 0;
   function renderSuppressedList(): void {
     const body = document.querySelector("#suppressed-list tbody")!;
     body.textContent = "";
@@ -418,9 +433,15 @@ function drawReport(): void {
         const s = data.suppressed[i]!;
         return laneShown[s.lane] && filter.kinds[s.kind] && filter.suppressed;
       });
-    const cap = 1000;
-    byId("suppressed-note").textContent = list.length > cap ? "showing the first " + cap + " of " + list.length + "; filter by session to see the rest" : list.length + " item" + (list.length === 1 ? "" : "s");
-    list.slice(0, cap).forEach((i) => {
+    const pages = Math.max(1, Math.ceil(list.length / pageRows));
+    listPage = Math.min(listPage, pages - 1);
+    const from = listPage * pageRows;
+    const rows = list.slice(from, from + pageRows);
+    byId("suppressed-note").textContent =
+      list.length > pageRows ? "rows " + (from + 1) + "–" + (from + rows.length) + " of " + list.length : list.length + " item" + (list.length === 1 ? "" : "s");
+    (byId("page-prev") as HTMLButtonElement).disabled = listPage === 0;
+    (byId("page-next") as HTMLButtonElement).disabled = listPage >= pages - 1;
+    rows.forEach((i) => {
       const s = data.suppressed[i]!;
       const tr = el("tr", "suppressed-row");
       tr.dataset["index"] = String(i);
@@ -429,7 +450,11 @@ function drawReport(): void {
       tr.dataset["what"] = s.what;
       tr.dataset["itemSeq"] = String(s.itemSeq);
       tr.appendChild(el("td", "", String(s.seq)));
-      tr.appendChild(el("td", "", s.member || "(none)"));
+      const item = el("td");
+      const link = el("a", "", s.member || "(none)");
+      if (s.member) link.href = "#item=" + encodeURIComponent(s.member);
+      item.appendChild(link);
+      tr.appendChild(item);
       tr.appendChild(el("td", "", data.lanes[s.lane]!.key));
       const why = el("td");
       why.appendChild(el("span", "why", s.why));
@@ -439,6 +464,75 @@ function drawReport(): void {
       body.appendChild(tr);
     });
   }
+  byId("page-prev").addEventListener("click", () => {
+    listPage = Math.max(0, listPage - 1);
+    renderSuppressedList();
+  });
+  byId("page-next").addEventListener("click", () => {
+    listPage++;
+    renderSuppressedList();
+  });
+
+  /**
+   * Search: an id (a process or delegation), a session key, or text of a turn or a reason,
+   * case-insensitive. Each hit is listed (the first 200, with the count) and selects its
+   * turn or item when clicked.
+   */
+  function search(query: string): void {
+    const box = byId("found");
+    const list = byId("found-list");
+    list.textContent = "";
+    const q = query.trim().toLowerCase();
+    box.hidden = q === "";
+    if (q === "") return;
+    const hits: { what: Selection; label: string }[] = [];
+    data.turns.forEach((t, i) => {
+      if (t.session.toLowerCase().includes(q) || t.members.some((m) => m.toLowerCase().includes(q)) || t.text.toLowerCase().includes(q)) {
+        hits.push({ what: { type: "turn", index: i }, label: t.kind + " turn at seq " + t.seq + " to " + t.session + ": " + t.members.join(", ") });
+      }
+    });
+    data.suppressed.forEach((s, i) => {
+      const key = data.lanes[s.lane]!.key;
+      if ((s.member ?? "").toLowerCase().includes(q) || key.toLowerCase().includes(q) || s.reason.toLowerCase().includes(q)) {
+        hits.push({ what: { type: "item", index: i }, label: (s.member || "item") + " in " + key + ": no turn (" + s.why + ")" });
+      }
+    });
+    byId("found-note").textContent = hits.length === 0 ? "nothing matches" : hits.length > 200 ? "the first 200 of " + hits.length : hits.length + " found";
+    hits.slice(0, 200).forEach((hit) => {
+      const li = el("li", "found-row", hit.label);
+      li.dataset["type"] = hit.what.type;
+      li.dataset["index"] = String(hit.what.index);
+      li.addEventListener("click", () => select(hit.what, true));
+      list.appendChild(li);
+    });
+  }
+  let searchTimer: number | undefined;
+  byId("search").addEventListener("input", (e) => {
+    window.clearTimeout(searchTimer);
+    const value = (e.target as HTMLInputElement).value;
+    searchTimer = window.setTimeout(() => search(value), 150);
+  });
+
+  /** `#item=ID`: the turn that carried the item, else the row that says why none did, selected and shown. */
+  function followHash(): void {
+    const match = /^#item=(.+)$/.exec(window.location.hash);
+    if (!match) return;
+    const id = decodeURIComponent(match[1]!);
+    const turn = data.turns.findIndex((t) => t.members.includes(id));
+    if (turn >= 0) return select({ type: "turn", index: turn }, true);
+    const item = data.suppressed.findIndex((s) => s.member === id);
+    if (item >= 0) {
+      const row = data.suppressed[item]!;
+      const laneShown = shown.some((l) => l.index === row.lane);
+      if (!laneShown) {
+        filter.session = "";
+        (byId("filter-session") as HTMLSelectElement).value = "";
+        refresh();
+      }
+      select({ type: "item", index: item }, true);
+    }
+  }
+  window.addEventListener("hashchange", followHash);
 
   function showDetails(): void {
     const box = byId("details");
@@ -573,7 +667,8 @@ function drawReport(): void {
     render();
   }
   refresh();
+  followHash();
   document.body.dataset["ready"] = "true";
 }
 
-drawReport();
+void readParts().then(drawReport);
