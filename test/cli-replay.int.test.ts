@@ -269,7 +269,7 @@ describe("one CLI shape (issue 48)", () => {
 });
 
 describe("progress on a terminal (issue 48)", () => {
-  it("items, sessions and import show a bar on stderr for a long log when stderr is a terminal, and nothing when it is not", async () => {
+  it("items, sessions, explain, export and import show a bar on stderr for a long log when stderr is a terminal, and nothing when it is not", async () => {
     const { openLog } = await import("../src/open.js");
     const db = join(dir, "long.sqlite");
     const log = await openLog(db);
@@ -284,8 +284,13 @@ describe("progress on a terminal (issue 48)", () => {
       expect(run.status, run.stdout + run.stderr).toBe(0);
       expect(run.stdout).toMatch(/folding \[#*\s*\] \d+%/);
     }
+    const explained = onTerminal(`explain "${db}" p3-7`);
+    expect(explained.stdout).toMatch(/explaining \[#*\s*\] \d+%/);
+    const exportedOnTerminal = onTerminal(`export --db "${db}"`);
+    expect(exportedOnTerminal.stdout).toMatch(/exporting \[#*\s*\] \d+%/);
     const piped = cli(["items", db]);
     expect(piped.stderr).toBe("");
+    expect(cli(["explain", db, "p3-7"]).stderr).toBe("");
     const exported = join(dir, "long.jsonl");
     writeFileSync(exported, cli(["export", "--db", db]).stdout);
     const imported = onTerminal(`import "${exported}" --db "${join(dir, "long-copy.sqlite")}"`);

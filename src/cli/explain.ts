@@ -3,6 +3,7 @@ import { Explainer } from "../projections/explain.js";
 import { explanationText } from "../render/explain.js";
 import { openHistory } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
+import { progress } from "./style.js";
 import { budgetOption, foldOptions, logToRead, outputTailOption, readLogOption, staleAfterOption } from "./options.js";
 import type { Budget } from "../events/schema.js";
 
@@ -24,7 +25,14 @@ export function explainCommand(program: Command): void {
       return runCommand(async () => {
         const history = await openHistory(file);
         const explainer = new Explainer(id, foldOptions(options));
-        for await (const page of history.pages) for (const event of page) explainer.push(event);
+        // On a terminal, a bar on stderr while the log is read (explain reads all of it).
+        const bar = progress(history.size ?? 0, "explaining");
+        let read = 0;
+        for await (const page of history.pages) {
+          for (const event of page) explainer.push(event);
+          bar.tick((read += page.length));
+        }
+        bar.done();
         const explanation = explainer.finish();
         await writeOut(options.json ? JSON.stringify(explanation) + "\n" : explanationText(explanation) + "\n");
         return explanation.events.length === 0 ? 1 : 0;
