@@ -19,6 +19,7 @@ import { liveTurns } from "../src/projections/live.js";
 import type { Output } from "../src/projections/project.js";
 import { exited } from "./append.js";
 import { fmt, interleaved, type Row } from "./harness.js";
+import { actRows } from "./acts.js";
 
 /** The PostgreSQL server the benchmarks create their databases on. */
 export const admin = process.env.TURNFOLD_BENCH_PG ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -54,7 +55,7 @@ export async function postgresBench(): Promise<Row[]> {
     return u.toString();
   };
   try {
-    return [...(await appendRows(url.toString(), fresh)), ...(await claimRows(url.toString(), fresh)), ...(await latencyRows(fresh))];
+    return [...(await appendRows(url.toString(), fresh)), ...(await claimRows(url.toString(), fresh)), ...(await latencyRows(fresh)), ...(await actRows(fresh))];
   } finally {
     await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
   }

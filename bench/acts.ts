@@ -1,0 +1,74 @@
+/**
+ * Issue 46, item 5: a session's act (a drain) on `serve` over PostgreSQL, while 8 producers
+ * post exits all the while, against the same drains with no producer, in the same run:
+ * p99 latency of the answer, and how many drains got anything but 200 (an act that lost its
+ * race to the producers would answer 503).
+ */
+import { openLog } from "../src/open.js";
+import { startPipeline } from "../src/service/pipeline.js";
+import { createService } from "../src/service/server.js";
+import { fmt, type Row } from "./harness.js";
+
+const producerToken = "bench-producer-token-5d1e8c2b";
+const drains = 100;
+
+async function call(url: string, path: string, token: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+  const response = await fetch(url + path, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  const text = await response.text();
+  return { status: response.status, json: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+/** p99 of `drains` drains of one session, with `producers` producers posting exits meanwhile; and the answers that were not 200. */
+async function drainLatency(target: string, producers: number): Promise<{ p99: number; refused: number; produced: number }> {
+  const log = await openLog(target, { pollMs: 5 });
+  const service = await createService({ log, producerToken });
+  const url = await service.listen("127.0.0.1", 0);
+  const pipeline = startPipeline({ log, report: () => undefined });
+  try {
+    const opened = await call(url, "/v1/sessions", producerToken, { session: "acting", surface: "tui" });
+    const token = String(opened.json["token"]);
+    await call(url, "/v1/sessions", producerToken, { session: "noise", surface: "tui" });
+    let producing = true;
+    let produced = 0;
+    const producer = async (n: number) => {
+      for (let i = 0; producing; i++) {
+        const sent = await call(url, "/v1/events", producerToken, [{ type: "process.exited", at: Date.now(), process: `noise-${n}-${i}`, exitCode: 0, reason: "exited", output: "", owner: "noise" }]);
+        if (sent.status === 200) produced++;
+      }
+    };
+    const running = Array.from({ length: producers }, (_, n) => producer(n));
+    const times: number[] = [];
+    let refused = 0;
+    for (let i = 0; i < drains; i++) {
+      const t0 = performance.now();
+      const answer = await call(url, "/v1/sessions/acting/drain", token, { consumer: "tui-poller" });
+      times.push(performance.now() - t0);
+      if (answer.status !== 200) refused++;
+    }
+    producing = false;
+    await Promise.all(running);
+    times.sort((a, b) => a - b);
+    return { p99: times[Math.floor(times.length * 0.99)]!, refused, produced };
+  } finally {
+    await pipeline.stop();
+    await service.close();
+    await log.close();
+  }
+}
+
+/** The row, on two fresh logs of the bench's PostgreSQL database. */
+export async function actRows(fresh: () => string): Promise<Row[]> {
+  const quiet = await drainLatency(fresh(), 0);
+  const busy = await drainLatency(fresh(), 8);
+  const ratio = busy.p99 / quiet.p99;
+  return [
+    {
+      name: `serve on PostgreSQL: drain p99 with 8 producers posting (${fmt(busy.produced)} exits meanwhile), ${busy.refused} of ${drains} not answered 200`,
+      value: fmt(busy.p99, "ms"),
+      baseline: `${fmt(quiet.p99, "ms")} with no producer`,
+      ratio,
+      target: "≤ 3, and every drain answered",
+      pass: ratio <= 3 && busy.refused === 0 && quiet.refused === 0,
+    },
+  ];
+}
