@@ -2,7 +2,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { mergeReportParts, type ReportPart } from "../src/report/data.js";
+import { mergeReportParts } from "../src/report/data.js";
 import { spawnSync } from "node:child_process";
 import { cli, cliEntry } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";

@@ -14,7 +14,7 @@ import { toRecord } from "../src/projections/dispatch-record.js";
 import { Projection, type Turn } from "../src/projections/project.js";
 import { replay, replayStream } from "../src/projections/replay.js";
 import { Verifier, verifyRecorded } from "../src/projections/verify.js";
-import { mergeReportParts, type ReportPart } from "../src/report/data.js";
+import { mergeReportParts } from "../src/report/data.js";
 import { workload } from "../src/testing/workload.js";
 import { cli, cliEntry } from "./support/cli.js";
 import { History } from "./support/history.js";
