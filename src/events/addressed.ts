@@ -15,10 +15,8 @@ import type { Stored } from "./schema.js";
 import type { AnyInlineProjection, InlineProjection } from "./store.js";
 import { invalidEvents, type Problem } from "./validate.js";
 
-/** Who owns a process, as far as the log (or a service's fold) knows. */
-export interface ProcessOwners {
-  ownerOf(process: string): string | undefined;
-}
+/** Whether a process has an owner, as far as the log (or a service's fold) knows. */
+export type HasOwner = (process: string) => boolean;
 
 /** Events whose items go to their process's owner. */
 const processNotices = new Set(["watch.matched", "watch.disabled", "heartbeat", "process.output"]);
@@ -28,10 +26,10 @@ const processNotices = new Set(["watch.matched", "watch.disabled", "heartbeat", 
  * log's and those set earlier in the batch), or undefined when it has one or makes no
  * item. Values that are not events pass: validation names what is wrong with them.
  */
-export function unaddressedField(value: unknown, owners: ProcessOwners, batch: ReadonlyMap<string, string> = new Map()): { field: string; reason: string } | undefined {
+export function unaddressedField(value: unknown, hasOwner: HasOwner, batch: ReadonlySet<string> = new Set()): { field: string; reason: string } | undefined {
   if (typeof value !== "object" || value === null) return undefined;
   const event = value as { type?: unknown; process?: unknown; owner?: unknown };
-  const known = (process: unknown) => typeof process === "string" && (batch.has(process) || owners.ownerOf(process) !== undefined);
+  const known = (process: unknown) => typeof process === "string" && (batch.has(process) || hasOwner(process));
   switch (event.type) {
     case "process.started":
       return event.owner === undefined ? { field: "owner", reason: "required here: name the session that owns this process" } : undefined;
@@ -54,24 +52,25 @@ export interface UnaddressedProblem {
 }
 
 /** Every event of a batch that would make an item with no owner; `why` ends each reason (how to allow them). */
-export function unaddressedProblems(events: readonly unknown[], owners: ProcessOwners, why: string): UnaddressedProblem[] {
-  const batch = new Map<string, string>();
+export function unaddressedProblems(events: readonly unknown[], hasOwner: HasOwner, why: string): UnaddressedProblem[] {
+  /** Processes the batch itself gives an owner, before the events that follow them. */
+  const batch = new Set<string>();
   const problems: UnaddressedProblem[] = [];
   events.forEach((value, index) => {
-    const missing = unaddressedField(value, owners, batch);
+    const missing = unaddressedField(value, hasOwner, batch);
     if (missing) {
       problems.push({ index, field: missing.field, reason: `${missing.reason}; ${why}` });
       return;
     }
     const event = value as { type?: unknown; process?: unknown; owner?: unknown };
     if ((event.type === "process.started" || event.type === "process.exited") && typeof event.process === "string" && typeof event.owner === "string") {
-      if (!batch.has(event.process)) batch.set(event.process, event.owner);
+      batch.add(event.process);
     }
   });
   return problems;
 }
 
-/** The processes of a batch whose owner the log must be asked for: those of events that name none. */
+/** The processes of a batch whose owner the log must be asked for (those of events that name none): an adapter that reads rows asynchronously fetches them first. */
 export function ownerLookups(events: readonly unknown[]): string[] {
   const ids = new Set<string>();
   for (const value of events) {
@@ -115,25 +114,16 @@ const allowHint = "this log takes no unaddressed items (open it with openLog(tar
 
 /**
  * Throws the refusal of a batch that would make items with no owner (the error a refused
- * append throws: `code` "invalid-events", each problem named by index and field), given the
- * owners of the processes `ownerLookups` named.
+ * append throws: `code` "invalid-events", each problem named by index and field). `rowOf`
+ * reads a process's row of the addressed-processes projection, inside the adapter's write;
+ * it is asked only for the processes `ownerLookups` names.
  */
-export function assertAddressed(events: readonly unknown[], owners: ReadonlyMap<string, string | undefined>): void {
-  const problems = unaddressedProblems(events, { ownerOf: (process) => owners.get(process) }, allowHint);
+export function checkAddressed(events: readonly unknown[], rowOf: (process: string) => unknown): void {
+  const problems = unaddressedProblems(events, (process) => (rowOf(process) as AddressedRow | undefined)?.addressed === true, allowHint);
   if (problems.length === 0) return;
   const shown: Problem[] = problems.map((p) => ({ where: `event ${p.index}`, field: p.field, reason: p.reason }));
   const text = shown.slice(0, 3).map((p) => `${p.where}: ${p.field}: ${p.reason}`).join("; ");
   throw invalidEvents(shown, `nothing appended, ${problems.length === 1 ? "an event would make an item" : `${problems.length} events would make items`} with no owner: ${text}`);
-}
-
-/** `assertAddressed`, with each looked-up process's row read by `rowOf` (an adapter's row read, inside its write). */
-export function checkAddressed(events: readonly unknown[], rowOf: (process: string) => unknown): void {
-  assertAddressed(events, new Map(ownerLookups(events).map((process) => [process, addressedBy(rowOf(process))])));
-}
-
-/** What `assertAddressed` is told of a process from its row: that it has an owner (not whose), or nothing. */
-export function addressedBy(row: unknown): string | undefined {
-  return (row as AddressedRow | undefined)?.addressed === true ? "(an owner)" : undefined;
 }
 
 /** The addressed-processes projection among a store's, for an adapter told to refuse unaddressed items; an error when it is missing. */

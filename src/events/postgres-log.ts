@@ -39,7 +39,7 @@ import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type Rea
 import { applicationName, listingIndex, migrate, prepareProjections, type LayoutHost } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { prepareEvents } from "./validate.js";
-import { addressedBy, assertAddressed, ownerLookups, ownersOf } from "./addressed.js";
+import { checkAddressed, ownerLookups, ownersOf } from "./addressed.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
 import {
   applyInline,
@@ -563,15 +563,11 @@ export class PostgresLog implements EventStore {
   async #insert(tx: WriteTransaction, events: readonly TurnfoldEvent[]): Promise<number[]> {
     if (events.length === 0) return [];
     if (this.#owners !== undefined) {
-      // The owners of the processes the batch names without one, as this transaction sees them.
+      // The rows of the processes the batch names without an owner, as this transaction sees them.
       const projection = this.#owners;
-      const owners = new Map<string, string | undefined>();
-      for (const process of ownerLookups(events)) {
-        const rows = tx.rows.of(projection.name);
-        if (!rows.has(process)) rows.set(process, await this.#rowJson(tx.run, projection, process));
-        owners.set(process, addressedBy(parseRow(rows.get(process))));
-      }
-      assertAddressed(events, owners);
+      const rows = tx.rows.of(projection.name);
+      for (const process of ownerLookups(events)) if (!rows.has(process)) rows.set(process, await this.#rowJson(tx.run, projection, process));
+      checkAddressed(events, (process) => parseRow(rows.get(process)));
     }
     const first = (await tx.lastSeq()) + 1;
     const seqs = events.map((_, i) => first + i);

@@ -4,7 +4,7 @@
  * told the agent of work it had already consumed) against the turns turnfold's fold makes.
  * Pure: events in, figures out.
  */
-import type { EventOf, Stored, TurnfoldEvent } from "../events/schema.js";
+import type { Stored, TurnfoldEvent } from "../events/schema.js";
 import { replay } from "../projections/replay.js";
 import type { ReadCounts } from "./claude-code.js";
 
@@ -20,6 +20,33 @@ export interface Consumer {
   /** `wait`, `log` or `kill` (turnfold's acts), or `notified`: the host had told the agent already. */
   readonly act: string;
   readonly at: number;
+  /** Seq of the event that consumed it (or told the agent). */
+  readonly seq: number;
+}
+
+/**
+ * The one rule of a redundant wake, for the audit and the report alike: a task the host
+ * told the agent of had been consumed already when, since its latest start, a
+ * `process.consumed` or an earlier `host.notified` named it. Fold events in order.
+ */
+export class ConsumedBefore {
+  readonly #first = new Map<string, Consumer>();
+
+  /** Folds one event; for a `host.notified`, the tasks in it that had been consumed before it. */
+  push(event: Stored): Consumer[] | undefined {
+    if (event.type === "process.started") this.#first.delete(event.process);
+    else if (event.type === "process.consumed") this.#note(event.process, event.act, event);
+    else if (event.type === "host.notified") {
+      const redundant = event.tasks.flatMap((task) => (this.#first.has(task) ? [this.#first.get(task)!] : []));
+      for (const task of event.tasks) this.#note(task, "notified", event);
+      return redundant;
+    }
+    return undefined;
+  }
+
+  #note(task: string, act: string, event: Stored): void {
+    if (!this.#first.has(task)) this.#first.set(task, { task, act, at: event.at, seq: event.seq });
+  }
 }
 
 /** One message of the host's that carried notifications, with the tasks in it that had been consumed already. */
@@ -72,34 +99,29 @@ export function delayOf(values: readonly number[]): Delay | null {
 export function auditSession(session: string, events: readonly TurnfoldEvent[], counts: ReadCounts): Audited {
   const stored: Stored[] = events.map((e, i) => ({ ...e, seq: i + 1 }) as Stored);
   const exitAt = new Map<string, number>();
-  const consumed = new Map<string, Consumer>();
+  const consumedBefore = new ConsumedBefore();
   const wakes: Wake[] = [];
   const hostDelays: number[] = [];
   const told = new Set<string>();
   let notificationChars = 0;
   let wastedChars = 0;
   for (const e of stored) {
+    const redundant = consumedBefore.push(e);
     if (e.type === "process.started") {
       exitAt.delete(e.process);
-      consumed.delete(e.process);
       told.delete(e.process);
     } else if (e.type === "process.exited") {
       if (!exitAt.has(e.process)) exitAt.set(e.process, e.at);
-    } else if (e.type === "process.consumed") {
-      if (!consumed.has(e.process)) consumed.set(e.process, { task: e.process, act: e.act, at: e.at });
-    } else if (e.type === "host.notified") {
-      const notified = e as Stored<EventOf<"host.notified">>;
-      const redundant = notified.tasks.flatMap((task) => (consumed.has(task) ? [consumed.get(task)!] : []));
-      notificationChars += notified.chars;
-      wastedChars += Math.round((notified.chars * redundant.length) / notified.tasks.length);
-      for (const task of notified.tasks) {
+    } else if (e.type === "host.notified" && redundant !== undefined) {
+      notificationChars += e.chars;
+      wastedChars += Math.round((e.chars * redundant.length) / e.tasks.length);
+      for (const task of e.tasks) {
         const exited = exitAt.get(task);
         // The host's delay is to its first notification of the task, consumed by then or not.
-        if (exited !== undefined && !told.has(task)) hostDelays.push(Math.max(0, notified.at - exited));
+        if (exited !== undefined && !told.has(task)) hostDelays.push(Math.max(0, e.at - exited));
         told.add(task);
-        if (!consumed.has(task)) consumed.set(task, { task, act: "notified", at: notified.at });
       }
-      wakes.push({ at: notified.at, tasks: notified.tasks, via: notified.via, ...(notified.agent !== undefined ? { agent: notified.agent } : {}), redundant });
+      wakes.push({ at: e.at, tasks: e.tasks, via: e.via, ...(e.agent !== undefined ? { agent: e.agent } : {}), redundant });
     }
   }
   const turns = replay(stored).turns.filter((t) => t.session === session);

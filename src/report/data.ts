@@ -18,6 +18,7 @@ import type { Waiting } from "../projections/explain.js";
 import { Projection, type ProjectionOptions, type Turn } from "../projections/project.js";
 import { WaitTracker, type PassedBy, type Watch } from "../projections/stories.js";
 import { fateLine, passedByLine, waitingLine } from "../render/explain.js";
+import { ConsumedBefore } from "../hosts/audit.js";
 
 export { mergeReportParts, type ReportData, type ReportEventColumns, type ReportHandoff, type ReportHostWake, type ReportLane, type ReportPart, type ReportSuppressed, type ReportTurn, type SuppressedWhy };
 
@@ -114,13 +115,8 @@ export class ReportBuilder {
   #suppressed: ReportSuppressed[] = [];
   #handoffs: ReportHandoff[] = [];
   #hostWakes: ReportHostWake[] = [];
-  /**
-   * For a host's wakes (an imported recording): what first consumed each process since it
-   * was last started, or told the agent of it. One small entry per consumed process (about
-   * 2 MB for the 30,000 of a million-event log), the price of naming what a redundant wake
-   * repeated.
-   */
-  readonly #consumedBy = new Map<string, { act: string; seq: number }>();
+  /** For a host's wakes (an imported recording): what had consumed each task before (the audit's rule). */
+  readonly #consumedBefore = new ConsumedBefore();
   /** Set while a handoff event is folded: whether the fold refused it. */
   #handoffRefused = false;
   /** Items made and not yet at their end, by the seq that made them. */
@@ -177,17 +173,9 @@ export class ReportBuilder {
 
   /** The host's side of an imported recording: its wakes, each with the tasks in it the agent had consumed already. */
   #hostWake(event: Stored, lane: number): void {
-    const consumed = this.#consumedBy;
-    if (event.type === "process.started") consumed.delete(event.process);
-    else if (event.type === "process.consumed" && !consumed.has(event.process)) consumed.set(event.process, { act: event.act, seq: event.seq });
-    else if (event.type === "host.notified") {
-      const redundant = event.tasks.flatMap((task) => {
-        const by = consumed.get(task);
-        return by === undefined ? [] : [{ task, act: by.act, seq: by.seq }];
-      });
-      for (const task of event.tasks) if (!consumed.has(task)) consumed.set(task, { act: "notified", seq: event.seq });
-      this.#hostWakes.push({ seq: event.seq, at: this.#now, lane, host: event.host, tasks: event.tasks, via: event.via, redundant });
-    }
+    const redundant = this.#consumedBefore.push(event);
+    if (event.type !== "host.notified" || redundant === undefined) return;
+    this.#hostWakes.push({ seq: event.seq, at: this.#now, lane, host: event.host, tasks: event.tasks, via: event.via, redundant: redundant.map(({ task, act, seq }) => ({ task, act, seq })) });
   }
 
   /** The fold's answers at the point reached (where a key stands, who owns what). */

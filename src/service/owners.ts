@@ -3,9 +3,12 @@
  * item with no owner, unless it was started with `--allow-unaddressed` (the rule itself is
  * the log's: events/addressed.ts). Here the owners known are the service's fold's.
  */
-import { unaddressedProblems, type ProcessOwners } from "../events/addressed.js";
+import { unaddressedProblems } from "../events/addressed.js";
 
-export type { ProcessOwners };
+/** Who owns a process, as the service's fold answers. */
+export interface ProcessOwners {
+  ownerOf(process: string): string | undefined;
+}
 
 /** One refused event: its index in the batch (from 0), the field and the reason. */
 export type OwnerProblem = { readonly index: number; readonly field: string; readonly reason: string; readonly text: string };
@@ -17,5 +20,5 @@ export function batchProblem(index: number, field: string, reason: string): Owne
 
 /** Every event of a batch that would make an item with no owner, each named by index and field. */
 export function ownerProblems(events: readonly unknown[], owners: ProcessOwners): OwnerProblem[] {
-  return unaddressedProblems(events, owners, "this server takes no unaddressed items (serve --allow-unaddressed, for one session only)").map((p) => batchProblem(p.index, p.field, p.reason));
+  return unaddressedProblems(events, (process) => owners.ownerOf(process) !== undefined, "this server takes no unaddressed items (serve --allow-unaddressed, for one session only)").map((p) => batchProblem(p.index, p.field, p.reason));
 }

@@ -146,10 +146,7 @@ async function requireKnownToken(context: ServiceContext, request: FastifyReques
   if (sameSecret(raw, context.options.producerToken)) return;
   const token = sessionToken(raw);
   if (context.directory.grantOf(token) !== undefined) return;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, catchUpForTokenMs)));
-  await Promise.race([context.follower.catchUp(context.log).catch(() => undefined), late]);
-  clearTimeout(timer);
+  await catchUpForToken(context);
   if (context.directory.grantOf(token) === undefined) throw new HttpError(401, { error: "this token is unknown here: it was never issued by this log, or it was revoked" });
 }
 
@@ -168,9 +165,14 @@ async function requireKnownSession(context: ServiceContext, request: SessionRequ
   } catch (error) {
     if (!(error instanceof HttpError) || error.status !== 404) throw error;
   }
+  await catchUpForToken(context);
+  requireSession(context, request);
+}
+
+/** Brings the service's fold to the log's end, for a token it does not know yet: at most `catchUpForTokenMs`, and never failing the request. */
+async function catchUpForToken(context: ServiceContext): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, catchUpForTokenMs)));
   await Promise.race([context.follower.catchUp(context.log).catch(() => undefined), late]);
   clearTimeout(timer);
-  requireSession(context, request);
 }

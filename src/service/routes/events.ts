@@ -91,7 +91,7 @@ export function eventRoutes(context: ServiceContext): void {
     const denied = forbidden(body);
     if (denied.length > 0) throw new HttpError(403, { error: `${denied.length} event${denied.length === 1 ? "" : "s"} a producer may not append; nothing was appended`, problems: denied });
     // The owners this batch leans on may have been appended by another server just now.
-    const leans = body.some((event) => unaddressedField(event, authority.query) !== undefined || (event as { type?: unknown }).type === "delegation.dispatched");
+    const leans = body.some((event) => unaddressedField(event, (process) => authority.query.ownerOf(process) !== undefined) !== undefined || (event as { type?: unknown }).type === "delegation.dispatched");
     if (leans) await follower.appliedUpTo(await log.lastSeq());
     const problems = [...longKeys(body), ...(options.allowUnaddressed ? [] : ownerProblems(body, authority.query)), ...(await takenDelegations(context, body))];
     if (problems.length > 0) throw refused(problems.sort((a, b) => a.index - b.index));
