@@ -53,8 +53,8 @@ export function printTable(rows: readonly Row[]): void {
   for (const c of cells) console.log(line(c));
 }
 
-/** Prints the child's peak resident set size on stderr as it exits, and, run with --expose-gc, the heap still live after a full collection then. */
-const peakProbe = `data:text/javascript,process.on("exit",()=>{process.stderr.write("peak-rss-kb "+process.resourceUsage().maxRSS+"\\n");if(globalThis.gc){globalThis.gc();process.stderr.write("retained-kb "+Math.round(process.memoryUsage().heapUsed/1024)+"\\n")}})`;
+/** `node --import` this: prints the child's peak resident set size on stderr as it exits, and, run with --expose-gc, the heap still live after a full collection then. */
+export const peakProbe = `data:text/javascript,process.on("exit",()=>{process.stderr.write("peak-rss-kb "+process.resourceUsage().maxRSS+"\\n");if(globalThis.gc){globalThis.gc();process.stderr.write("retained-kb "+Math.round(process.memoryUsage().heapUsed/1024)+"\\n")}})`;
 
 /** Runs a node script as a child; resolves to its wall time, peak RSS and (with `retained`) the heap live at its end. */
 export function measuredChild(args: readonly string[], options: { retained?: boolean } = {}): Promise<{ ms: number; peakMb: number; retainedMb: number | undefined }> {

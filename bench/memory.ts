@@ -12,16 +12,15 @@ import { fileURLToPath } from "node:url";
 import type { TurnfoldEvent } from "../src/events/schema.js";
 import { openLog } from "../src/open.js";
 import { workload } from "../src/testing/workload.js";
-import { fmt, measuredChild, type Row } from "./harness.js";
+import { fmt, measuredChild, peakProbe, type Row } from "./harness.js";
 
 const cli = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
 const events = 1_000_000;
-const probe = `data:text/javascript,process.on("exit",()=>process.stderr.write("peak-rss-kb "+process.resourceUsage().maxRSS+"\\n"))`;
 
 /** `turnfold run` until it says it caught up, then SIGINT; its peak RSS in MB. */
 function runCatchUp(db: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", probe, cli, "run", "--db", db], { stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn(process.execPath, ["--import", peakProbe, cli, "run", "--db", db], { stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
     let stopped = false;
     child.stderr.setEncoding("utf8").on("data", (d: string) => {

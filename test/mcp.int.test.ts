@@ -427,18 +427,9 @@ describe("what a server leaves in the state folder", () => {
     // Ended as a host ends it, and waited for however long a busy machine takes (the SDK's
     // own close would SIGKILL it after 4 s, and a killed process leaves what it held).
     process.kill(s.pid, "SIGTERM");
-    for (const end = Date.now() + 60_000; isRunning(s.pid) && Date.now() < end; ) await sleep(50);
-    expect(isRunning(s.pid)).toBe(false);
+    for (const end = Date.now() + 60_000; running(s.pid) && Date.now() < end; ) await sleep(50);
+    expect(running(s.pid)).toBe(false);
     await s.close();
     expect(readdirSync(spool)).toEqual([]);
   });
 });
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -86,7 +86,6 @@ interface Timed {
 
 /** What reading a session found beside its events: lines that did not parse, record types not known, and the like. */
 export interface ReadCounts {
-  lines: number;
   badLines: number;
   /** Records of types this reader does not know, by type. */
   readonly unknownTypes: Map<string, number>;
@@ -95,7 +94,7 @@ export interface ReadCounts {
   readonly noExit: string[];
   /** Notifications (queued or delivered) of tasks the session's files never launched. */
   unknownTasks: number;
-  /** The newest Claude Code version seen in the records. */
+  /** The Claude Code version the last record that named one was written by. */
   version: string | undefined;
 }
 
@@ -150,7 +149,7 @@ function majorOf(version: string): number | undefined {
  * order (`file`, then `line` for each, then `endFile`); `finish` gives the events.
  */
 export class ClaudeCodeSession {
-  readonly counts: ReadCounts = { lines: 0, badLines: 0, unknownTypes: new Map(), launches: 0, noExit: [], unknownTasks: 0, version: undefined };
+  readonly counts: ReadCounts = { badLines: 0, unknownTypes: new Map(), launches: 0, noExit: [], unknownTasks: 0, version: undefined };
   readonly #facts: Timed[] = [];
   #first: number | undefined;
   #key: string | undefined;
@@ -191,7 +190,6 @@ export class ClaudeCodeSession {
   /** Reads one line of the current file. A line that does not parse is counted, never fatal. */
   line(text: string): void {
     if (text.trim() === "") return;
-    this.counts.lines++;
     this.#fileLines++;
     let record: Json | undefined;
     try {

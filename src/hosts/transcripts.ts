@@ -94,7 +94,7 @@ export function findSessions(paths: readonly string[]): SessionFiles[] {
     const before = found.length;
     const walk = (dir: string) => {
       const here: SessionFiles[] = [];
-      const loose: { path: string; agent: string }[] = [];
+      const loose: { path: string; agent: string; session: string }[] = [];
       for (const entry of list(dir)) {
         const full = join(dir, entry.name);
         if (entry.isDirectory()) {
@@ -102,13 +102,14 @@ export function findSessions(paths: readonly string[]): SessionFiles[] {
         } else if (entry.isFile() && entry.name.endsWith(".jsonl")) {
           // Older versions kept a subagent's file beside the sessions: `agent-<id>.jsonl`.
           const agent = subagentFile.exec(entry.name)?.[1];
-          if (agent !== undefined && sidechainOf(full) !== undefined) loose.push({ path: full, agent });
+          const session = agent === undefined ? undefined : sidechainOf(full);
+          if (agent !== undefined && session !== undefined) loose.push({ path: full, agent, session });
           else here.push({ main: full, subagents: subagentsOf(full) });
         }
       }
-      for (const sub of loose) {
-        const parent = here.find((s) => basename(s.main, ".jsonl") === sidechainOf(sub.path));
-        if (parent !== undefined) (parent.subagents as { path: string; agent: string }[]).push(sub);
+      for (const { path, agent, session } of loose) {
+        const parent = here.find((s) => basename(s.main, ".jsonl") === session);
+        if (parent !== undefined) (parent.subagents as { path: string; agent: string }[]).push({ path, agent });
       }
       found.push(...here);
     };
