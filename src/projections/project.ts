@@ -140,9 +140,9 @@ export class Projection {
   readonly #dropped: string[] | undefined;
   #moves: LedgerMove[] = [];
 
-  constructor(options: ProjectionOptions = {}) {
+  constructor(options: ProjectionOptions = {}, fold?: Fold) {
     checkLimits(options);
-    this.#fold = new Fold(options);
+    this.#fold = fold ?? new Fold(options);
     this.#gateway = this.#fold.query.gateway;
     this.#renderer = createRenderer(options.templates);
     this.#tail = options.outputTail ?? defaultOutputTail;
@@ -159,6 +159,34 @@ export class Projection {
             trace?.(n);
           };
     this.#decisions = note ? { dispatch, overBudget, note } : { dispatch, overBudget };
+  }
+
+  /**
+   * A projection with `options` that goes on from a checkpoint's text (`checkpoint()`), as
+   * if it had folded every event up to the checkpoint's seq itself; undefined when the text
+   * is no good for these options (another version of turnfold, other parking, gateway,
+   * budget or stale-after settings, or a checksum that fails). Turns decided before the
+   * checkpoint are not decided again.
+   */
+  static resume(options: ProjectionOptions, text: string): Projection | undefined {
+    checkLimits(options);
+    const fold = Fold.resume(options, text);
+    return fold === undefined ? undefined : new Projection(options, fold);
+  }
+
+  /**
+   * The fold's state as text, for `Projection.resume`: taken between events (never inside a
+   * push), it holds everything the projection needs to go on. A checkpoint names the settings
+   * it was folded with (`checkpointKind`); its layout is turnfold's own and may change
+   * between versions, when an old one is simply not used.
+   */
+  checkpoint(): string {
+    return this.#fold.checkpoint();
+  }
+
+  /** Which checkpoints this projection can resume from (this version's layout, these settings). */
+  get checkpointKind(): string {
+    return this.#fold.checkpointKind;
   }
 
   /** Folds one event; returns the turns and status lines it caused, in order. */

@@ -11,6 +11,7 @@ import { defaultGateway, type GatewayOptions, type ParkingLimits } from "./model
 import { FoldQuery } from "./query.js";
 import { step } from "./reduce.js";
 import { createState, type State } from "./state.js";
+import { checkpointKind, decodeState, encodeState } from "./checkpoint.js";
 
 /** What a fold is made with: the limits in force (docs/rules.md). */
 export interface FoldSettings {
@@ -22,13 +23,40 @@ export interface FoldSettings {
 
 /** One fold over one history: push events in log order; ask `query` what it holds. */
 export class Fold {
-  readonly #state: State;
-  /** Read-only answers about the state, at the point the fold has reached. */
-  readonly query: FoldQuery;
+  #state: State;
+  #query: FoldQuery;
 
   constructor(settings: FoldSettings = {}) {
     this.#state = createState(settings.parking, { ...defaultGateway, ...settings.gateway }, settings.budget, settings.staleAfterMs);
-    this.query = new FoldQuery(this.#state);
+    this.#query = new FoldQuery(this.#state);
+  }
+
+  /** Read-only answers about the state, at the point the fold has reached. */
+  get query(): FoldQuery {
+    return this.#query;
+  }
+
+  /**
+   * A fold made with `settings` that goes on from a checkpoint's text (`checkpoint()`);
+   * undefined when the text is not a whole checkpoint of a fold with these settings.
+   */
+  static resume(settings: FoldSettings, text: string): Fold | undefined {
+    const fold = new Fold(settings);
+    const state = decodeState(text, fold.#state);
+    if (state === undefined) return undefined;
+    fold.#state = state;
+    fold.#query = new FoldQuery(state);
+    return fold;
+  }
+
+  /** The state as a checkpoint's text, for `Fold.resume`. */
+  checkpoint(): string {
+    return encodeState(this.#state);
+  }
+
+  /** Which checkpoints this fold can resume from: the state's layout and these settings. */
+  get checkpointKind(): string {
+    return checkpointKind(this.#state);
   }
 
   /** Folds one event, handing its decisions to `out`. */

@@ -1,0 +1,171 @@
+/**
+ * A checkpoint: the fold's state at a seq, as text, so that a reader that needs the fold's
+ * present starts there and folds only what came after. The state is the reducers' own, so
+ * its encoding is too; nothing outside `src/reducers` sees what is inside.
+ *
+ * The text is a checksum line and a JSON body. The body is the state's graph: plain
+ * objects, arrays, Maps and Sets, with every object written once and later mentions of it
+ * written as references, because the state shares objects on purpose (an item's context is
+ * its process's record, which the process table holds too). Decoding rebuilds the same
+ * sharing.
+ *
+ * A checkpoint is only good for the fold it came from: the same layout of the state
+ * (`checkpointVersion`) and the same settings (parking, gateway, budget, stale-after),
+ * which `checkpointKind` names together. A text whose checksum fails, or that names
+ * another kind, decodes to undefined, and the reader folds from further back.
+ */
+import { createHash } from "node:crypto";
+import { createState, type State } from "./state.js";
+
+/**
+ * The layout of the encoded state. Bump it with any change to what `State` holds or to the
+ * shape of its records (test/checkpoint.test.ts pins the field names of this version).
+ */
+export const checkpointVersion = 1;
+
+/** The fields of `State` that are settings, not folded: set from the reader's settings on decode. */
+const settingFields = new Set(["parking", "gateway", "defaultBudget", "defaultStaleAfterMs"]);
+
+/** Names the fold a checkpoint belongs to: the layout version and a digest of the settings it was folded with. */
+export function checkpointKind(state: Readonly<State>): string {
+  const settings = JSON.stringify([state.parking, state.gateway, state.defaultBudget ?? null, state.defaultStaleAfterMs ?? null]);
+  return `fold.v${checkpointVersion}.${digest(settings).slice(0, 16)}`;
+}
+
+/** The state as a checkpoint's text: `kind` on the first line, the body's sha-256 on the second, the body after. */
+export function encodeState(state: Readonly<State>): string {
+  const fields = Object.create(null) as Record<string, unknown>;
+  for (const [key, value] of Object.entries(state)) if (!settingFields.has(key)) fields[key] = value;
+  const body = JSON.stringify(new Encoder().value(fields));
+  return `${checkpointKind(state)}\n${digest(body)}\n${body}`;
+}
+
+/**
+ * The state a checkpoint's text holds, in a fresh state made with `settings`' limits; undefined
+ * when the text is not a whole checkpoint of that fold (another version, other settings, a
+ * checksum that fails, a body that is not the state's).
+ */
+export function decodeState(text: string, settings: Readonly<State>): State | undefined {
+  const first = text.indexOf("\n");
+  const second = text.indexOf("\n", first + 1);
+  if (first < 0 || second < 0) return undefined;
+  if (text.slice(0, first) !== checkpointKind(settings)) return undefined;
+  const body = text.slice(second + 1);
+  if (digest(body) !== text.slice(first + 1, second)) return undefined;
+  let fields: unknown;
+  try {
+    fields = new Decoder().value(JSON.parse(body));
+  } catch {
+    return undefined;
+  }
+  if (typeof fields !== "object" || fields === null) return undefined;
+  const state = createState(settings.parking, settings.gateway, settings.defaultBudget, settings.defaultStaleAfterMs) as unknown as Record<string, unknown>;
+  for (const key of Object.keys(state)) {
+    if (settingFields.has(key)) continue;
+    if (!(key in fields)) return undefined;
+    state[key] = (fields as Record<string, unknown>)[key];
+  }
+  return state as unknown as State;
+}
+
+function digest(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/*
+ * The body's grammar. A string, finite number, boolean or null is itself. Everything else is
+ * an array whose first element says what it is:
+ *   ["u"]             undefined (a field that is present and undefined keeps its place)
+ *   ["n", "Infinity"] a number JSON cannot hold
+ *   ["a", [...]]      an array          ["o", {...}]  a plain object
+ *   ["m", [k, v, …]]  a Map             ["s", [...]]  a Set
+ *   ["r", N]          the Nth array, object, Map or Set written before (counted from 0)
+ * Objects are counted in the order they are written, which is the order they are read.
+ */
+type Encoded = string | number | boolean | null | readonly unknown[];
+
+class Encoder {
+  readonly #seen = new Map<object, number>();
+
+  value(value: unknown): Encoded {
+    if (value === null || typeof value === "string" || typeof value === "boolean") return value;
+    if (typeof value === "number") return Number.isFinite(value) ? value : ["n", String(value)];
+    if (value === undefined) return ["u"];
+    if (typeof value !== "object") throw new TypeError(`a checkpoint cannot hold a ${typeof value}`);
+    const seen = this.#seen.get(value);
+    if (seen !== undefined) return ["r", seen];
+    this.#seen.set(value, this.#seen.size);
+    if (Array.isArray(value)) return ["a", value.map((v: unknown) => this.value(v))];
+    if (value instanceof Map) {
+      const flat: Encoded[] = [];
+      for (const [k, v] of value) flat.push(this.value(k), this.value(v));
+      return ["m", flat];
+    }
+    if (value instanceof Set) return ["s", [...value].map((v: unknown) => this.value(v))];
+    const proto = Object.getPrototypeOf(value) as unknown;
+    if (proto !== Object.prototype && proto !== null) throw new TypeError("a checkpoint holds only plain objects, arrays, Maps and Sets");
+    // No prototype: a key "__proto__" (an event may carry one) is a field like any other.
+    const fields = Object.create(null) as Record<string, Encoded>;
+    for (const [k, v] of Object.entries(value)) fields[k] = this.value(v);
+    return ["o", fields];
+  }
+}
+
+class Decoder {
+  readonly #made: object[] = [];
+
+  value(encoded: unknown): unknown {
+    if (!Array.isArray(encoded)) {
+      if (typeof encoded === "object" && encoded !== null) throw new TypeError("not a checkpoint body");
+      return encoded;
+    }
+    const [tag, inner] = encoded as [string, unknown];
+    switch (tag) {
+      case "u":
+        return undefined;
+      case "n":
+        return Number(inner);
+      case "r": {
+        const made = this.#made[inner as number];
+        if (made === undefined) throw new TypeError("a reference to nothing");
+        return made;
+      }
+      case "a": {
+        const array: unknown[] = [];
+        this.#made.push(array);
+        for (const v of list(inner)) array.push(this.value(v));
+        return array;
+      }
+      case "m": {
+        const map = new Map<unknown, unknown>();
+        this.#made.push(map);
+        const flat = list(inner);
+        for (let i = 0; i + 1 < flat.length; i += 2) map.set(this.value(flat[i]), this.value(flat[i + 1]));
+        return map;
+      }
+      case "s": {
+        const set = new Set<unknown>();
+        this.#made.push(set);
+        for (const v of list(inner)) set.add(this.value(v));
+        return set;
+      }
+      case "o": {
+        if (typeof inner !== "object" || inner === null || Array.isArray(inner)) throw new TypeError("not a checkpoint body");
+        const object: Record<string, unknown> = {};
+        this.#made.push(object);
+        for (const [k, v] of Object.entries(inner)) {
+          if (k === "__proto__") Object.defineProperty(object, k, { value: this.value(v), enumerable: true, writable: true, configurable: true });
+          else object[k] = this.value(v);
+        }
+        return object;
+      }
+      default:
+        throw new TypeError(`unknown tag ${String(tag)}`);
+    }
+  }
+}
+
+function list(value: unknown): readonly unknown[] {
+  if (!Array.isArray(value)) throw new TypeError("not a checkpoint body");
+  return value;
+}
