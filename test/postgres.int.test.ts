@@ -235,7 +235,7 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
       await client.query(`UPDATE ${schema}.meta SET value = '3' WHERE key = 'schema_version'`);
       const reopened = await openLog(target);
       expect(await indexes()).toEqual([`(tag, updated_at, key COLLATE "C")`]);
-      expect((await client.query(`SELECT value FROM ${schema}.meta WHERE key = 'schema_version'`)).rows[0].value).toBe("4");
+      expect((await client.query(`SELECT value FROM ${schema}.meta WHERE key = 'schema_version'`)).rows[0].value).toBe("5");
       await client.query(`ANALYZE ${schema}.projection_ledger`);
       const plan = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) SELECT key, row FROM ${schema}.projection_ledger WHERE tag = 'pending' ORDER BY updated_at, key COLLATE "C" LIMIT 32`);
       const top = (plan.rows[0]["QUERY PLAN"] as { Plan: { Plans: { "Node Type": string; "Actual Rows": number }[] } }[])[0]!.Plan.Plans[0]!;
@@ -333,7 +333,7 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
       await log.append([{ type: "drain", at: 6, session: "s", consumer: "tui-poller" }]);
       await log.close();
       const version = await client.query(`SELECT value FROM ${schema}.meta WHERE key = 'schema_version'`);
-      expect(version.rows[0].value).toBe("4");
+      expect(version.rows[0].value).toBe("5");
       // A fresh PostgreSQL log and a fresh SQLite file are at the same version, with the same tables.
       const fresh = url();
       await (await openLog(fresh)).close();

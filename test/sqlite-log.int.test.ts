@@ -74,7 +74,26 @@ describe("sqlite log file", () => {
     await reopened.close();
     const after = new Database(path, { readonly: true });
     expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'projection_ledger' AND sql IS NOT NULL").pluck().all()).toEqual(["projection_ledger_listing"]);
-    expect(after.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("4");
+    expect(after.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("5");
+    after.close();
+  });
+
+  it("gives a version 4 file its checkpoints table, and a version 5 turnfold's checkpoints are read back", async () => {
+    const path = fresh();
+    const log = await openLog(path);
+    await log.append([dispatched("d1")]);
+    await log.close();
+    const raw = new Database(path);
+    raw.exec(`DROP TABLE checkpoints; UPDATE meta SET value = '4' WHERE key = 'schema_version'`);
+    raw.close();
+    const reopened = await openLog(path, { create: false });
+    expect(await reopened.checkpoint("fold.x")).toBeUndefined();
+    await reopened.saveCheckpoint("fold.x", 1, "state", 5);
+    expect(await reopened.checkpoint("fold.x")).toEqual({ seq: 1, body: "state" });
+    expect((await reopened.readPage()).map((e) => e.type)).toEqual(["delegation.dispatched"]);
+    await reopened.close();
+    const after = new Database(path, { readonly: true });
+    expect(after.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("5");
     after.close();
   });
 
@@ -168,7 +187,7 @@ describe("sqlite log file", () => {
     const path = fresh();
     await (await openLog(path)).close();
     const raw = new Database(path);
-    expect(raw.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("4");
+    expect(raw.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("5");
     raw.prepare("UPDATE meta SET value = '9' WHERE key = 'schema_version'").run();
     raw.close();
     const error = await openError(path);

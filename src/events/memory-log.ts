@@ -10,6 +10,7 @@ import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type Rea
 import {
   applyInline,
   checkProjections,
+  checkpointsKept,
   WriteGate,
   type EventStore,
   type AnyInlineProjection,
@@ -37,6 +38,7 @@ export class MemoryLog implements EventStore {
   readonly #events: Stored[] = [];
   readonly #rows = new Map<string, Map<string, string>>();
   readonly #deliveries = new Map<string, Set<number>>();
+  readonly #checkpoints = new Map<string, { readonly seq: number; readonly body: string }[]>();
   readonly #appended = new Subject<void>();
   readonly #gate = new WriteGate();
   readonly #redact: Redactor | false;
@@ -110,6 +112,17 @@ export class MemoryLog implements EventStore {
 
   async deliveredTo(sink: string, from = 1): Promise<ReadonlySet<number>> {
     return new Set([...(this.#deliveries.get(sink) ?? [])].filter((seq) => seq >= from));
+  }
+
+  async saveCheckpoint(kind: string, seq: number, body: string): Promise<void> {
+    const kept = (this.#checkpoints.get(kind) ?? []).filter((c) => c.seq !== seq);
+    kept.push({ seq, body });
+    kept.sort((a, b) => a.seq - b.seq);
+    this.#checkpoints.set(kind, kept.slice(-checkpointsKept));
+  }
+
+  async checkpoint(kind: string, before = Number.MAX_SAFE_INTEGER): Promise<{ readonly seq: number; readonly body: string } | undefined> {
+    return (this.#checkpoints.get(kind) ?? []).filter((c) => c.seq < before).at(-1);
   }
 
   async readPage(options: ReadOptions = {}): Promise<readonly Stored[]> {

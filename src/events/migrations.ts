@@ -33,7 +33,15 @@ export interface DeliveriesTable {
   delivered_at: number;
 }
 
+export interface CheckpointsTable {
+  kind: string;
+  seq: number;
+  written_at: number;
+  body: string;
+}
+
 export interface LogDatabase {
+  checkpoints: CheckpointsTable;
   deliveries: DeliveriesTable;
   events: EventsTable;
   meta: MetaTable;
@@ -145,6 +153,25 @@ export const migrations: readonly Migration[] = [
         await sql`DROP INDEX IF EXISTS ${t(`${table}_tag_updated_at_idx`)}`.execute(db);
         await listingIndex.postgres(t, table).execute(db);
       }
+    },
+  },
+  {
+    // Checkpoints of the fold (store.ts): side state, like the delivery marks, never
+    // events. Rows are replaced and deleted; the log itself stays append-only.
+    version: 5,
+    async sqlite(db) {
+      await db.schema
+        .createTable("checkpoints")
+        .ifNotExists()
+        .addColumn("kind", "text", (c) => c.notNull())
+        .addColumn("seq", "integer", (c) => c.notNull())
+        .addColumn("written_at", "integer", (c) => c.notNull())
+        .addColumn("body", "text", (c) => c.notNull())
+        .addPrimaryKeyConstraint("checkpoints_pk", ["kind", "seq"])
+        .execute();
+    },
+    async postgres(db, t) {
+      await sql`CREATE TABLE IF NOT EXISTS ${t("checkpoints")} (kind text NOT NULL, seq bigint NOT NULL, written_at bigint NOT NULL, body text NOT NULL, PRIMARY KEY (kind, seq))`.execute(db);
     },
   },
 ];

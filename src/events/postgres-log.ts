@@ -45,6 +45,7 @@ import {
   applyInline,
   bodyOf,
   checkProjections,
+  checkpointsKept,
   toStored,
   type AnyInlineProjection,
   type EventStore,
@@ -415,6 +416,22 @@ export class PostgresLog implements EventStore {
     const found = await sql<{ seq: string }>`SELECT record_seq AS seq FROM ${this.#layout.table("deliveries")}
       WHERE sink = ${sink} AND record_seq >= ${from}`.execute(this.#db);
     return new Set(found.rows.map((r) => Number(r.seq)));
+  }
+
+  async saveCheckpoint(kind: string, seq: number, body: string, at: number): Promise<void> {
+    const table = this.#layout.table("checkpoints");
+    await this.#db.transaction().execute(async (tx) => {
+      await sql`INSERT INTO ${table} (kind, seq, written_at, body) VALUES (${kind}, ${seq}, ${at}, ${body})
+        ON CONFLICT (kind, seq) DO UPDATE SET written_at = excluded.written_at, body = excluded.body`.execute(tx);
+      await sql`DELETE FROM ${table} WHERE kind = ${kind} AND seq < (SELECT min(seq) FROM (SELECT seq FROM ${table} WHERE kind = ${kind} ORDER BY seq DESC LIMIT ${checkpointsKept}) AS newest)`.execute(tx);
+    });
+  }
+
+  async checkpoint(kind: string, before = Number.MAX_SAFE_INTEGER): Promise<{ readonly seq: number; readonly body: string } | undefined> {
+    const found = await sql<{ seq: string; body: string }>`SELECT seq, body FROM ${this.#layout.table("checkpoints")}
+      WHERE kind = ${kind} AND seq < ${before} ORDER BY seq DESC LIMIT 1`.execute(this.#db);
+    const row = found.rows[0];
+    return row === undefined ? undefined : { seq: Number(row.seq), body: row.body };
   }
 
   async readPage(options: ReadOptions = {}): Promise<readonly Stored[]> {

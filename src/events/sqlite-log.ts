@@ -27,6 +27,7 @@ import {
   applyInline,
   bodyOf,
   checkProjections,
+  checkpointsKept,
   toStored,
   WriteGate,
   type EventStore,
@@ -254,6 +255,8 @@ export class SqliteLog implements EventStore {
   readonly #bodiesOfType: Database.Statement;
   readonly #last: Database.Statement;
   readonly #mark: Database.Statement;
+  readonly #saveCheckpoint: (kind: string, seq: number, body: string, at: number) => void;
+  readonly #checkpoint: Database.Statement;
   readonly #marks: Database.Statement;
   readonly #insertAll: (events: readonly TurnfoldEvent[]) => number[];
   readonly #appendAll: (events: readonly TurnfoldEvent[]) => number[];
@@ -274,6 +277,13 @@ export class SqliteLog implements EventStore {
     this.#rangeBodies = db.prepare("SELECT body FROM events WHERE seq BETWEEN ? AND ? ORDER BY seq").pluck();
     this.#bodiesOfType = db.prepare("SELECT seq, body FROM events WHERE type = ? AND seq >= ? ORDER BY seq LIMIT ?").raw();
     this.#last = db.prepare("SELECT coalesce(max(seq), 0) FROM events").pluck();
+    const save = db.prepare("INSERT OR REPLACE INTO checkpoints (kind, seq, written_at, body) VALUES (?, ?, ?, ?)");
+    const prune = db.prepare("DELETE FROM checkpoints WHERE kind = ? AND seq < (SELECT min(seq) FROM (SELECT seq FROM checkpoints WHERE kind = ? ORDER BY seq DESC LIMIT ?))");
+    this.#saveCheckpoint = db.transaction((kind: string, seq: number, body: string, at: number) => {
+      save.run(kind, seq, at, body);
+      prune.run(kind, kind, checkpointsKept);
+    });
+    this.#checkpoint = db.prepare("SELECT seq, body FROM checkpoints WHERE kind = ? AND seq < ? ORDER BY seq DESC LIMIT 1");
     this.#mark = db.prepare("INSERT OR IGNORE INTO deliveries (record_seq, sink, delivered_at) VALUES (?, ?, ?)");
     this.#marks = db.prepare("SELECT record_seq FROM deliveries WHERE sink = ? AND record_seq >= ?").pluck();
     const inline = new Set(projections.flatMap((p) => [...p.eventTypes]));
@@ -402,6 +412,14 @@ export class SqliteLog implements EventStore {
 
   async deliveredTo(sink: string, from = 1): Promise<ReadonlySet<number>> {
     return this.#read(() => new Set(this.#marks.all(sink, from) as number[]));
+  }
+
+  async saveCheckpoint(kind: string, seq: number, body: string, at: number): Promise<void> {
+    await this.#write(() => this.#committed(() => this.#saveCheckpoint(kind, seq, body, at)));
+  }
+
+  async checkpoint(kind: string, before = Number.MAX_SAFE_INTEGER): Promise<{ readonly seq: number; readonly body: string } | undefined> {
+    return this.#read(() => this.#checkpoint.get(kind, before) as { seq: number; body: string } | undefined);
   }
 
   /** Runs one of better-sqlite3's transaction functions (they commit on return and roll back on a throw), keeping what it wrote for this handle's readers only if it committed. */

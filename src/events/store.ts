@@ -76,6 +76,14 @@ export interface EventStore extends EventLog {
   /** The record seqs `sink` accepted, from `from` on. */
   deliveredTo(sink: string, from?: number): Promise<ReadonlySet<number>>;
   /**
+   * Keeps a checkpoint: a reader's state (`body`, opaque here) after folding every event up
+   * to `seq`, under `kind` (which names what folded it and how). A second one of the same
+   * kind and seq replaces the first. Only the newest `checkpointsKept` of a kind are kept.
+   */
+  saveCheckpoint(kind: string, seq: number, body: string, at: number): Promise<void>;
+  /** The newest checkpoint of `kind` whose seq is below `before` (any, when left out). */
+  checkpoint(kind: string, before?: number): Promise<{ readonly seq: number; readonly body: string } | undefined>;
+  /**
    * An optional capability: a synchronous scan of every event from a seq on, a page at a
    * time, for readers of a whole log (replay) on an adapter that can read without a
    * promise per page (SQLite). Callers ask for it (`log.scanPages?.(…)`), never for the
@@ -83,6 +91,9 @@ export interface EventStore extends EventLog {
    */
   scanPages?(from?: number, pageSize?: number): Iterable<Stored[]>;
 }
+
+/** How many checkpoints of one kind a log keeps: the newest, and a few behind it in case it is damaged. */
+export const checkpointsKept = 3;
 
 const projectionName = /^[a-z][a-z0-9_]{0,40}$/;
 

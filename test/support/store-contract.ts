@@ -140,6 +140,27 @@ export function describeStoreContract(adapter: Adapter): void {
       await log.close();
     });
 
+    it("keeps the newest checkpoints of each kind, a later one of a seq replacing the first, apart from the events", async () => {
+      const log = await adapter.open();
+      await log.append([drain(), drain()]);
+      expect(await log.checkpoint("fold.a")).toBeUndefined();
+      for (const seq of [10, 20, 30, 40]) await log.saveCheckpoint("fold.a", seq, `a at ${seq}`, seq);
+      await log.saveCheckpoint("fold.b", 15, "b at 15", 1);
+      await log.saveCheckpoint("fold.a", 40, "a at 40, again", 41);
+      expect(await log.checkpoint("fold.a")).toEqual({ seq: 40, body: "a at 40, again" });
+      expect(await log.checkpoint("fold.a", 40)).toEqual({ seq: 30, body: "a at 30" });
+      expect(await log.checkpoint("fold.a", 30)).toEqual({ seq: 20, body: "a at 20" });
+      // Three are kept of a kind: the one at 10 is gone.
+      expect(await log.checkpoint("fold.a", 20)).toBeUndefined();
+      expect(await log.checkpoint("fold.b")).toEqual({ seq: 15, body: "b at 15" });
+      expect(await log.checkpoint("fold.c")).toBeUndefined();
+      const big = "x".repeat(2_000_000);
+      await log.saveCheckpoint("fold.big", 2, big, 1);
+      expect((await log.checkpoint("fold.big"))?.body).toBe(big);
+      expect(await log.lastSeq()).toBe(2);
+      await log.close();
+    });
+
     it("reads one event type across pages", async () => {
       const log = await adapter.open();
       await log.append(Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? dispatched(`d${i}`) : drain())));
