@@ -23,7 +23,7 @@ process.stderr.write("measuring the live path end to end, 1,000 sessions, SQLite
 rows.push(...(await livePathBench()));
 process.stderr.write("measuring turnfold mcp (exit → channel notification) …\n");
 rows.push(...(await mcpBench()));
-process.stderr.write("measuring the Stop hook's answer, with its server and without (logs of 10^3 and 10^5 events) …\n");
+process.stderr.write("measuring the Stop hook's answer, with its server and without (logs of 10^3 and 10^6 events; a few minutes) …\n");
 rows.push(...(await hookBench()));
 process.stderr.write("measuring the peak memory of items, sessions, replay --verify and run's catch-up at 10^6 events …\n");
 rows.push(...(await memoryBench()));

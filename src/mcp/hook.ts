@@ -73,6 +73,8 @@ async function drainIfReady(log: EventStore, session: string, consumer: DrainCon
     const timer = setTimeout(() => finish(new Error(`the log did not answer within ${timeoutMs / 1000} s`)), timeoutMs);
     void log.lastSeq().then((end) => (target ??= end), finish);
     const subscription = liveTurns(log, {
+      // The hook needs the fold's present only: it starts from the log's checkpoint.
+      fromCheckpoint: true,
       idle: (seq, view) => {
         if (settled || target === undefined || seq < target) return;
         if (drained || view.ready(session).length === 0) return finish();

@@ -135,6 +135,7 @@ export class AgentSession {
 
   #startRunner(options: AgentSessionOptions): void {
     this.#runner = liveTurns(this.#log, {
+      fromCheckpoint: true,
       ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}),
       ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}),
       ...(options.giveUpAfterMs !== undefined ? { giveUpAfterMs: options.giveUpAfterMs } : {}),

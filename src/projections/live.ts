@@ -7,6 +7,7 @@
  */
 import { Observable } from "rxjs";
 import type { EventLog } from "../events/log.js";
+import type { EventStore } from "../events/store.js";
 import type { EventOf, Stored, TurnfoldEvent } from "../events/schema.js";
 import { Projection, type Output, type ProjectionOptions, type ReadyItem, type StatusLine } from "./project.js";
 import { fromRecord, toRecord } from "./dispatch-record.js";
@@ -48,6 +49,27 @@ export interface LiveOptions extends ProjectionOptions {
   readonly idle?: (seq: number, view: LiveView) => void;
   /** Told each dispatch record as the runner reads it from the log (its own or another runner's). */
   readonly recorded?: (record: Stored<EventOf<"notification.dispatched">>) => void;
+  /**
+   * Start from the newest checkpoint of the fold the log keeps that suits these settings
+   * (see `Projection.checkpoint`), and fold only what came after it: for a caller that needs
+   * the fold's present, not its past. Turns recorded up to the checkpoint are then not
+   * emitted. Off by default: the runner emits every turn the log holds.
+   */
+  readonly fromCheckpoint?: boolean;
+  /**
+   * Keep a checkpoint in the log (one that can keep them: `openLog`'s) at an idle point,
+   * once this many events have been folded since the last one and the folding since then
+   * took at least ten times as long as writing the last one did. Default 20,000; 0: never.
+   */
+  readonly checkpointEvery?: number;
+}
+
+/** The part of the store port that keeps checkpoints: a live runner on a log without it keeps none. */
+type CheckpointStore = Pick<EventStore, "saveCheckpoint" | "checkpoint">;
+
+function checkpointsOf(log: EventLog): CheckpointStore | undefined {
+  const store = log as Partial<CheckpointStore>;
+  return typeof store.saveCheckpoint === "function" && typeof store.checkpoint === "function" ? (store as CheckpointStore) : undefined;
 }
 
 /** What a caller of the live runner may ask about the fold at an idle point: nothing it could change. */
@@ -77,8 +99,13 @@ export function liveTurns(log: EventLog, options: LiveOptions = {}): Observable<
 
 async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSignal, options: LiveOptions): Promise<void> {
   // The fold decides the ledger's moves with the turns; this runner records them.
-  const fresh = () => new Projection({ ...options, ledgerMoves: true });
-  let projection = fresh();
+  const settings: ProjectionOptions = { ...options, ledgerMoves: true };
+  let projection = new Projection(settings);
+  const kind = projection.checkpointKind;
+  const store = checkpointsOf(log);
+  /** The checkpoint the runner started from, if any: a rebuild starts there too. */
+  let base: { readonly seq: number; readonly body: string } | undefined;
+  const fresh = () => (base !== undefined ? Projection.resume(settings, base.body)! : new Projection(settings));
   /** After a rebuild, what was emitted up to this seq is not emitted again. */
   let quietUntil = 0;
   const pageSize = options.pageSize ?? 1000;
@@ -112,6 +139,18 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
    */
   const pending = new Map<string, TurnfoldEvent[]>();
   let next = 1;
+  if (options.fromCheckpoint && store !== undefined) {
+    // The newest checkpoint this fold can use; a damaged one is passed over for the one before.
+    for (let found = await guarded(() => store.checkpoint(kind)); found !== undefined; found = await guarded(() => store.checkpoint(kind, found!.seq))) {
+      const resumed = Projection.resume(settings, found.body);
+      if (resumed === undefined) continue;
+      base = found;
+      projection = resumed;
+      next = found.seq + 1;
+      break;
+    }
+  }
+  const checkpoints = checkpointing(store, kind, options.checkpointEvery ?? 20_000, base?.seq ?? 0);
   let wake: (() => void) | undefined;
   // A change that comes while the runner is reading, not sleeping, must not be lost:
   // it is remembered, and the next sleep returns at once.
@@ -220,9 +259,43 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
       continue;
     }
     options.idle?.(next - 1, { ready: (session) => projection.ready(session) });
+    // Every turn decided up to here is recorded up to here: a checkpoint here loses none.
+    checkpoints.idle(next - 1, projection);
     await sleep(options.pollMs ?? 25, signal, (w) => (wake = w));
   }
   changes.unsubscribe();
+}
+
+/**
+ * When a live runner keeps a checkpoint: at an idle point (nothing decided waits to be
+ * recorded), `every` events or more after the last one, and only once folding has taken ten
+ * times as long as the last checkpoint took to write, so that a large state is not written
+ * over and over. The text is taken at once; the write goes on in the background, and one
+ * that fails (a read-only file, an outage) costs only the next reader's time.
+ */
+function checkpointing(store: CheckpointStore | undefined, kind: string, every: number, from: number) {
+  let last = from;
+  let lastAt = performance.now();
+  let cost = 0;
+  let writing = false;
+  return {
+    idle(seq: number, projection: Projection): void {
+      if (store === undefined || every <= 0 || writing || seq - last < every) return;
+      if (performance.now() - lastAt < cost * 10) return;
+      const t0 = performance.now();
+      const text = projection.checkpoint();
+      writing = true;
+      last = seq;
+      void store
+        .saveCheckpoint(kind, seq, text, Date.now())
+        .catch(() => undefined)
+        .finally(() => {
+          writing = false;
+          lastAt = performance.now();
+          cost = lastAt - t0;
+        });
+    },
+  };
 }
 
 /**

@@ -90,6 +90,8 @@ export function startPipeline(options: PipelineOptions): Pipeline {
     () => undefined,
   );
   const subscription: Subscription = liveTurns(log, {
+    // The service serves the present: turns recorded before the log's checkpoint are history, not news.
+    fromCheckpoint: true,
     onUnavailable: (error) => {
       unavailable = { since: Date.now(), error: (error as Error).message ?? String(error) };
       report({ event: "db-unavailable", error: unavailable.error });

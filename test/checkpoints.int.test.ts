@@ -1,0 +1,158 @@
+/**
+ * Checkpoints in use (issue 46): live runners keep them in the log as they go, and the
+ * readers that need only the fold's present (the hook, `turnfold mcp`, `serve`) start from
+ * the newest one that suits them, on real SQLite files.
+ */
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { firstValueFrom, filter, take, toArray } from "rxjs";
+import { describe, expect, it } from "vitest";
+import { readAll } from "../src/events/log.js";
+import type { EventStore } from "../src/events/store.js";
+import type { TurnfoldEvent } from "../src/events/schema.js";
+import { HookInput, runHook } from "../src/mcp/hook.js";
+import { openLog } from "../src/open.js";
+import { liveTurns } from "../src/projections/live.js";
+import { Projection, type Turn } from "../src/projections/project.js";
+import { recordDispatches } from "../src/projections/record-dispatches.js";
+import { replay } from "../src/projections/replay.js";
+import { tempDir } from "./support/tmp.js";
+
+const dir = tempDir();
+let n = 0;
+const kind = new Projection({ ledgerMoves: true }).checkpointKind;
+
+/** Session `s` has `count` rounds of an exit and the drain that takes it. */
+function rounds(session: string, count: number, from = 0): TurnfoldEvent[] {
+  const events: TurnfoldEvent[] = [];
+  for (let i = from; i < from + count; i++) {
+    events.push({ type: "process.exited", at: 10 * i + 1, process: `${session}.${i}`, exitCode: 0, reason: "exited", output: `out ${i}`, owner: session });
+    events.push({ type: "drain", at: 10 * i + 2, session, consumer: "tui-poller" });
+  }
+  return events;
+}
+
+async function fresh(events: TurnfoldEvent[]): Promise<{ db: string; log: EventStore }> {
+  const db = join(dir, `cp-${n++}.sqlite`);
+  const log = await openLog(db);
+  await log.append(events);
+  return { db, log };
+}
+
+/** The turns a runner emits until it is idle at the log's end. */
+async function emittedUntilIdle(log: EventStore, options: Parameters<typeof liveTurns>[1]): Promise<Turn[]> {
+  const end = await log.lastSeq();
+  const turns: Turn[] = [];
+  await new Promise<void>((resolve, reject) => {
+    const subscription = liveTurns(log, {
+      ...options,
+      idle: (seq) => {
+        if (seq < end) return;
+        setImmediate(() => subscription.unsubscribe());
+        resolve();
+      },
+    }).subscribe({ next: (o) => o.type === "turn" && turns.push(o), error: reject });
+  });
+  return turns;
+}
+
+describe("checkpoints in the log", () => {
+  it("a live runner keeps one at an idle point once enough was folded, and a runner from it emits only what came after, deciding as one whole fold does", async () => {
+    const { log } = await fresh([{ type: "session.opened", at: 0, session: "s", surface: "tui" }, ...rounds("s", 30)]);
+    expect(await emittedUntilIdle(log, { pollMs: 1, checkpointEvery: 10 })).toHaveLength(30);
+    // Written in the background once idle: wait for it.
+    for (let i = 0; i < 100 && (await log.checkpoint(kind)) === undefined; i++) await new Promise((r) => setTimeout(r, 20));
+    const saved = await log.checkpoint(kind);
+    expect(saved?.seq).toBe(await log.lastSeq());
+    await log.append(rounds("s", 3, 30));
+    const fromCheckpoint = await emittedUntilIdle(log, { fromCheckpoint: true, pollMs: 1, checkpointEvery: 0 });
+    expect(fromCheckpoint.map((t) => t.members)).toEqual([["s.30"], ["s.31"], ["s.32"]]);
+    // A runner from the start emits every turn the log holds, and no turn was recorded twice.
+    const everything = await emittedUntilIdle(log, { pollMs: 1, checkpointEvery: 0 });
+    expect(everything).toHaveLength(33);
+    const all = await readAll(log);
+    expect(all.filter((e) => e.type === "notification.dispatched")).toHaveLength(33);
+    expect(everything.map((t) => t.text)).toEqual(replay(all).turns.map((t) => t.text));
+    await log.close();
+  });
+
+  it("a damaged newest checkpoint is passed over for the one before, and one of other settings is never used; the turns are right either way", async () => {
+    const { db, log } = await fresh([{ type: "session.opened", at: 0, session: "s", surface: "tui" }, ...rounds("s", 2)]);
+    await recordDispatches(log, { pollMs: 1, checkpointEvery: 0 });
+    const firstEnd = await log.lastSeq();
+    await log.append(rounds("s", 2, 2));
+    await recordDispatches(log, { pollMs: 1, checkpointEvery: 0 });
+    const all = await readAll(log);
+    // Checkpoints at two idle points, made by folds of the log's own events.
+    const upTo = (seq: number) => {
+      const projection = new Projection({ ledgerMoves: true });
+      for (const event of all) if (event.seq <= seq && event.type !== "notification.dispatched") projection.push(event);
+      return projection;
+    };
+    const last = await log.lastSeq();
+    await log.saveCheckpoint(kind, firstEnd, upTo(firstEnd).checkpoint(), 1);
+    await log.saveCheckpoint(kind, last, upTo(last).checkpoint(), 2);
+    const raw = new Database(db);
+    raw.prepare("UPDATE checkpoints SET body = body || ' ' WHERE seq = ?").run(last);
+    raw.close();
+    // The newest is passed over: the runner goes on from the first, so the two records after it are emitted.
+    const emitted = await emittedUntilIdle(log, { fromCheckpoint: true, pollMs: 1, checkpointEvery: 0 });
+    expect(emitted.map((t) => t.members)).toEqual([["s.2"], ["s.3"]]);
+    await log.append(rounds("s", 1, 4));
+    const next = await emittedUntilIdle(log, { fromCheckpoint: true, pollMs: 1, checkpointEvery: 0 });
+    expect(next.at(-1)).toMatchObject({ members: ["s.4"], text: expect.stringContaining("out 4") });
+    // Another stale-after setting: no checkpoint of the default kind is used; it folds the whole log.
+    const other = await emittedUntilIdle(log, { fromCheckpoint: true, staleAfterMs: 600_000, pollMs: 1, checkpointEvery: 0 });
+    expect(other).toHaveLength(5);
+    expect((await readAll(log)).filter((e) => e.type === "notification.dispatched")).toHaveLength(5);
+    await log.close();
+  });
+
+  it("the hook starts from the log's checkpoint (one planted with a state the log never had shows it), passes over a damaged one, and records its turn once", async () => {
+    const opened: TurnfoldEvent = { type: "session.opened", at: 0, session: "h", surface: "tui" };
+    const { db, log } = await fresh([opened, ...rounds("other", 3)]);
+    await recordDispatches(log, { pollMs: 1, checkpointEvery: 0 });
+    const last = await log.lastSeq();
+    // A planted checkpoint: the state of a fold in which session h has a completion waiting.
+    const planted = new Projection({ ledgerMoves: true });
+    planted.push({ ...opened, seq: 1 });
+    planted.push({ type: "process.exited", at: 5, process: "ghost", exitCode: 0, reason: "exited", output: "from the checkpoint", owner: "h", seq: 2 });
+    await log.saveCheckpoint(kind, last, planted.checkpoint(), 1);
+    await log.close();
+    const stop = (active: boolean) => JSON.stringify({ session_id: "h", hook_event_name: "Stop", stop_hook_active: active });
+    const answer = async () => {
+      const store = await openLog(db);
+      let out = "";
+      await runHook(store, "h", HookInput.parse(JSON.parse(stop(false))), async (line) => void (out += line));
+      await store.close();
+      return out;
+    };
+    expect(await answer()).toContain("from the checkpoint");
+    // Damaged, it is not trusted: the log's own history has nothing for h.
+    const raw = new Database(db);
+    raw.prepare("UPDATE checkpoints SET body = replace(body, 'from the checkpoint', 'from elsewhere!!!!!')").run();
+    raw.close();
+    const again = await openLog(db);
+    await again.append([{ type: "process.exited", at: 50, process: "h.1", exitCode: 0, reason: "exited", output: "the real one", owner: "h" }]);
+    await again.close();
+    const real = await answer();
+    expect(real).toContain("the real one");
+    expect(real).not.toContain("from elsewhere");
+    const check = await openLog(db);
+    const records = (await readAll(check)).filter((e) => e.type === "notification.dispatched" && e.session === "h");
+    expect(records.map((r) => (r as { members: string[] }).members)).toEqual([["ghost"], ["h.1"]]);
+    await check.close();
+  });
+
+  it("the memory log keeps checkpoints too, and a runner goes on from its newest", async () => {
+    const { MemoryLog } = await import("../src/events/memory-log.js");
+    const log = new MemoryLog();
+    await log.append([{ type: "session.opened", at: 0, session: "s", surface: "tui" }, ...rounds("s", 5)]);
+    await emittedUntilIdle(log as unknown as EventStore, { pollMs: 1, checkpointEvery: 1 });
+    for (let i = 0; i < 100 && (await log.checkpoint(kind)) === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+    await log.append(rounds("s", 1, 5));
+    const turns = await firstValueFrom(liveTurns(log, { fromCheckpoint: true, pollMs: 1 }).pipe(filter((o) => o.type === "turn"), take(1), toArray()));
+    expect(turns.map((t) => (t as Turn).members)).toEqual([["s.5"]]);
+    await log.close();
+  });
+});
