@@ -16,6 +16,8 @@ import { liveTurns } from "../src/projections/live.js";
 import { Projection, type Turn } from "../src/projections/project.js";
 import { recordDispatches } from "../src/projections/record-dispatches.js";
 import { replay } from "../src/projections/replay.js";
+import { readHistory } from "../src/mcp/recovery.js";
+import { spawnSync } from "node:child_process";
 import { tempDir } from "./support/tmp.js";
 
 const dir = tempDir();
@@ -153,6 +155,55 @@ describe("checkpoints in the log", () => {
     await log.append(rounds("s", 1, 5));
     const turns = await firstValueFrom(liveTurns(log, { fromCheckpoint: true, pollMs: 1 }).pipe(filter((o) => o.type === "turn"), take(1), toArray()));
     expect(turns.map((t) => (t as Turn).members)).toEqual([["s.5"]]);
+    await log.close();
+  });
+
+  it("turnfold mcp's session opens from the fold's present: its numbering and its lost children, reading back only to its own latest start", async () => {
+    const gone = spawnSync("true").pid!;
+    const started = (i: number): TurnfoldEvent => ({ type: "process.started", at: i, process: `long.${i}`, command: `job ${i}`, notify: true, owner: "long", supervisorPid: gone, supervisorStart: "1" });
+    const exited = (i: number): TurnfoldEvent => ({ type: "process.exited", at: 100 + i, process: `long.${i}`, exitCode: 0, reason: "exited", output: "", owner: "long" });
+    // Other work: a start, its exit and a drain, many times.
+    const noise = (from: number, count: number): TurnfoldEvent[] =>
+      rounds("other", count, from).flatMap((e) => (e.type === "process.exited" ? [{ type: "process.started", at: e.at, process: e.process, command: "make", notify: true, owner: "other" } as TurnfoldEvent, e] : [e]));
+    const { log } = await fresh([
+      { type: "session.opened", at: 0, session: "long", surface: "tui" },
+      { type: "session.opened", at: 0, session: "other", surface: "tui" },
+      { type: "session.opened", at: 0, session: "quiet", surface: "tui" },
+      ...[1, 2, 3, 4].map(started),
+      ...[1, 2, 3, 4].map(exited),
+      ...noise(0, 3000),
+      // A server of "long" that dies: one child started before the checkpoint, two after.
+      started(5),
+    ]);
+    // A runner keeps a checkpoint (the child still running is in it), and more comes after.
+    await emittedUntilIdle(log, { pollMs: 1, checkpointEvery: 100 });
+    for (let i = 0; i < 100 && (await log.checkpoint(kind)) === undefined; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await log.checkpoint(kind)).toBeDefined();
+    await log.append([started(6), started(7), exited(7), ...noise(3000, 100)]);
+    let read = 0;
+    const counted = new Proxy(log, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target) as unknown;
+        if (name === "readPage") return async (...args: Parameters<EventStore["readPage"]>) => {
+          const page = await target.readPage(...args);
+          read += page.length;
+          return page;
+        };
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const history = await readHistory(counted, "long");
+    expect(history.known).toBe(true);
+    expect(history.lastIndex).toBe(7);
+    expect(history.lost.map((e) => e.process)).toEqual(["long.5", "long.6"]);
+    // Folded from the checkpoint (about 300 events since), and one window of starts read back: not the log's 12,000 events.
+    expect(await log.lastSeq()).toBeGreaterThan(12_000);
+    expect(read).toBeLessThan(2_500);
+    // A key the log never saw reads no start at all; one opened that never ran anything reads back to the beginning, once.
+    read = 0;
+    expect(await readHistory(counted, "brand-new")).toEqual({ known: false, lastIndex: 0, lost: [] });
+    expect(read).toBeLessThan(600);
+    expect(await readHistory(counted, "quiet")).toEqual({ known: true, lastIndex: 0, lost: [] });
     await log.close();
   });
 });

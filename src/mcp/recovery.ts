@@ -16,6 +16,8 @@
 import type { EventOf, Stored, TurnfoldEvent } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
 import { readPages } from "../events/log.js";
+import { foldToEnd } from "../projections/live.js";
+import type { ProjectionOptions } from "../projections/project.js";
 import { childMark, childMarkVariable, environmentOf, isAlive, processGroup, thisHost } from "../ledger/process-identity.js";
 import type { OutputSpool } from "./spool.js";
 
@@ -39,26 +41,55 @@ export async function sessionKnown(log: EventStore, session: string): Promise<bo
   return false;
 }
 
-/** Reads what the log holds of `session`'s processes: their numbering, and the lost ones. */
-export async function readHistory(log: EventStore, session: string): Promise<SessionHistory> {
-  const open = new Map<string, Started>();
-  let lastIndex = 0;
-  const prefix = `${session}.`;
-  for await (const page of readPages((o) => log.readPage(o), { type: "process.started" })) {
-    for (const event of page as Started[]) {
-      if (event.owner !== session) continue;
-      open.set(event.process, event);
-      if (event.process.startsWith(prefix)) lastIndex = Math.max(lastIndex, Number(event.process.slice(prefix.length)) || 0);
-    }
-  }
-  if (open.size > 0) {
-    for await (const page of readPages((o) => log.readPage(o), { type: "process.exited" })) {
-      for (const event of page) open.delete((event as Stored<EventOf<"process.exited">>).process);
-    }
-  }
-  const known = await sessionKnown(log, session);
-  const lost = [...open.values()].filter(supervisorGone);
+/**
+ * Reads what the log holds of `session`'s processes: their numbering, and the lost ones.
+ * Which of its processes still run, and whether the key is known, is the fold's answer at
+ * the log's end, from its newest checkpoint (`settings` are the session's fold settings,
+ * so that its runner's checkpoints serve). The start events of those children, and the
+ * newest start of the session (for its numbering), are then read back from the log's end,
+ * in growing windows: a new key reads nothing, and a resumed one reads back only as far as
+ * its own latest work.
+ */
+export async function readHistory(log: EventStore, session: string, settings: ProjectionOptions = {}): Promise<SessionHistory> {
+  const { projection } = await foldToEnd(log, settings);
+  const standing = projection.query.standing(session);
+  const known = standing.live || standing.why !== "unknown";
+  const running = new Set(projection.query.runningOf(session));
+  if (!known && running.size === 0) return { known: false, lastIndex: 0, lost: [] };
+  const { lastIndex, starts } = await startsBack(log, session, running);
+  const lost = [...starts.values()].filter(supervisorGone).sort((a, b) => a.seq - b.seq);
   return { known, lastIndex, lost };
+}
+
+/**
+ * Reads `process.started` events back from the log's end, a window at a time (each twice the
+ * last), until it has the session's newest numbered start and the newest start of each
+ * process in `running`, or the log's beginning.
+ */
+async function startsBack(log: EventStore, session: string, running: ReadonlySet<string>): Promise<{ lastIndex: number; starts: Map<string, Started> }> {
+  const prefix = `${session}.`;
+  const starts = new Map<string, Started>();
+  let lastIndex: number | undefined;
+  let below = (await log.lastSeq()) + 1;
+  for (let window = 4096; below > 1 && (lastIndex === undefined || starts.size < running.size); window *= 2) {
+    const from = Math.max(1, below - window);
+    const found: Started[] = [];
+    for await (const page of readPages((o) => log.readPage(o), { type: "process.started", from })) {
+      for (const event of page as Started[]) if (event.seq < below) found.push(event);
+      if (page[page.length - 1]!.seq >= below) break;
+    }
+    let newest: number | undefined;
+    for (let i = found.length - 1; i >= 0; i--) {
+      const event = found[i]!;
+      if (running.has(event.process) && !starts.has(event.process)) starts.set(event.process, event);
+      if (lastIndex === undefined && event.owner === session && event.process.startsWith(prefix)) {
+        newest = Math.max(newest ?? 0, Number(event.process.slice(prefix.length)) || 0);
+      }
+    }
+    lastIndex ??= newest;
+    below = from;
+  }
+  return { lastIndex: lastIndex ?? 0, starts };
 }
 
 /**

@@ -122,7 +122,7 @@ export class AgentSession {
    * server of it left behind as lost, appends `session.opened`, and starts deciding.
    */
   static async open(options: AgentSessionOptions): Promise<AgentSession> {
-    const history = await readHistory(options.log, options.session);
+    const history = await readHistory(options.log, options.session, options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {});
     const agent = new AgentSession(options, history.lastIndex);
     const at = Date.now();
     const lost = await reportLost(options.log, history.lost, agent.#spool, options.outputTail ?? 2000, at);

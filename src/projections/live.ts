@@ -139,15 +139,12 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
    */
   const pending = new Map<string, TurnfoldEvent[]>();
   let next = 1;
-  if (options.fromCheckpoint && store !== undefined) {
-    // The newest checkpoint this fold can use; a damaged one is passed over for the one before.
-    for (let found = await guarded(() => store.checkpoint(kind)); found !== undefined; found = await guarded(() => store.checkpoint(kind, found!.seq))) {
-      const resumed = Projection.resume(settings, found.body);
-      if (resumed === undefined) continue;
-      base = found;
-      projection = resumed;
-      next = found.seq + 1;
-      break;
+  if (options.fromCheckpoint) {
+    const found = await guarded(() => newestCheckpoint(log, settings));
+    if (found !== undefined) {
+      base = found.base;
+      projection = found.projection;
+      next = found.base.seq + 1;
     }
   }
   const checkpoints = checkpointing(store, kind, options.checkpointEvery ?? 20_000, base?.seq ?? 0);
@@ -264,6 +261,39 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
     await sleep(options.pollMs ?? 25, signal, (w) => (wake = w));
   }
   changes.unsubscribe();
+}
+
+/**
+ * The newest checkpoint of `log` that a projection with `settings` can resume from, resumed;
+ * undefined when the log keeps none that suits (none yet, other settings, another version).
+ * A damaged one (its checksum fails) is passed over for the one before it.
+ */
+export async function newestCheckpoint(log: EventLog, settings: ProjectionOptions): Promise<{ projection: Projection; base: { readonly seq: number; readonly body: string } } | undefined> {
+  const store = checkpointsOf(log);
+  if (store === undefined) return undefined;
+  const kind = new Projection(settings).checkpointKind;
+  for (let found = await store.checkpoint(kind); found !== undefined; found = await store.checkpoint(kind, found.seq)) {
+    const projection = Projection.resume(settings, found.body);
+    if (projection !== undefined) return { projection, base: found };
+  }
+  return undefined;
+}
+
+/**
+ * The fold at the log's end, as a live runner has it: from the newest usable checkpoint,
+ * then every later event but the dispatch records (which a live runner reads as turns, not
+ * as events to fold). For a reader that asks the fold's present once and decides nothing.
+ */
+export async function foldToEnd(log: EventLog, settings: ProjectionOptions = {}): Promise<{ projection: Projection; folded: number }> {
+  const found = await newestCheckpoint(log, settings);
+  const projection = found?.projection ?? new Projection(settings);
+  let folded = found?.base.seq ?? 0;
+  for (;;) {
+    const page = await log.readPage({ from: folded + 1, limit: 1000 });
+    if (page.length === 0) return { projection, folded };
+    for (const event of page) if (event.type !== "notification.dispatched") projection.push(event);
+    folded = page[page.length - 1]!.seq;
+  }
 }
 
 /**

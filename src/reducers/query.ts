@@ -100,6 +100,13 @@ export class FoldQuery {
     return owner === null ? state.delegations.get(subject)?.owner : owner;
   }
 
+  /** The processes `owner` owns that have not exited, as far as the log says, in the order the fold met them. */
+  runningOf(owner: string): string[] {
+    const running: string[] = [];
+    for (const [id, proc] of this.#state.processes) if (proc.owner === owner && !proc.exited) running.push(id);
+    return running;
+  }
+
   /** R35: why a handoff of `process` by `from` would be ignored now, or undefined when it would take effect. */
   handOffRefusal(process: string, from: string): string | undefined {
     return handOffRefusal(this.#state, process, from);
