@@ -19,6 +19,8 @@ import { replay } from "../src/projections/replay.js";
 import { readHistory } from "../src/mcp/recovery.js";
 import { spawnSync } from "node:child_process";
 import { tempDir } from "./support/tmp.js";
+import { createService } from "../src/service/server.js";
+import { call, producerToken } from "./support/serve.js";
 
 const dir = tempDir();
 let n = 0;
@@ -204,6 +206,42 @@ describe("checkpoints in the log", () => {
     expect(await readHistory(counted, "brand-new")).toEqual({ known: false, lastIndex: 0, lost: [] });
     expect(read).toBeLessThan(600);
     expect(await readHistory(counted, "quiet")).toEqual({ known: true, lastIndex: 0, lost: [] });
+    await log.close();
+  });
+
+  it("serve starts from its own checkpoint (grants, revocations, ownership) and reads only what came after; a damaged one is passed over, with the same answers", async () => {
+    const { db, log } = await fresh([]);
+    const first = await createService({ log, producerToken, checkpointEvery: 1 });
+    const url = await first.listen("127.0.0.1", 0);
+    const open = async (session: string) => String((await call(url, "POST", "/v1/sessions", producerToken, { session, surface: "tui" })).body["token"]);
+    const kept = await open("keep");
+    const revoked = await open("again");
+    const current = await open("again");
+    // The server looks every few seconds; the catch-up at its start wrote none (the log was empty): start one more to write it.
+    await first.close();
+    const second = await createService({ log, producerToken, checkpointEvery: 1 });
+    await second.close();
+    expect(second.resumedFrom).toBe(0);
+    await log.append([{ type: "process.exited", at: 9, process: "keep.1", exitCode: 0, reason: "exited", output: "after the checkpoint", owner: "keep" }]);
+    const answers = async () => {
+      const store = await openLog(db);
+      const service = await createService({ log: store, producerToken, checkpointEvery: 0 });
+      const at = await service.listen("127.0.0.1", 0);
+      const items = async (key: string, token: string) => (await call(at, "GET", `/v1/sessions/${key}/items`, token)).status;
+      const result = { resumedFrom: service.resumedFrom, kept: await items("keep", kept), revoked: await items("again", revoked), current: await items("again", current), foreign: await items("keep", current) };
+      const listed = await call(at, "GET", "/v1/sessions/keep/items", kept);
+      await service.close();
+      await store.close();
+      return { ...result, text: listed.text.includes("keep.1") };
+    };
+    const resumed = await answers();
+    expect(resumed.resumedFrom).toBeGreaterThan(0);
+    expect(resumed).toMatchObject({ kept: 200, revoked: 404, current: 200, foreign: 404, text: true });
+    const raw = new Database(db);
+    expect(raw.prepare("UPDATE checkpoints SET body = body || ' ' WHERE kind LIKE 'service.%'").run().changes).toBeGreaterThan(0);
+    raw.close();
+    const refolded = await answers();
+    expect(refolded).toEqual({ ...resumed, resumedFrom: 0 });
     await log.close();
   });
 });

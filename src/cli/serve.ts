@@ -114,7 +114,7 @@ export function runCommands(program: Command): void {
             summed(e);
           },
         });
-        say({ event: "listening", address, db: redactUrl(options.db) });
+        say({ event: "listening", address, db: redactUrl(options.db), resumedFrom: service.resumedFrom });
         const running = pipeline;
         void stopped(signal).then(async () => {
           await service.close();

@@ -54,6 +54,16 @@ interface Grant {
   readonly seq: number;
 }
 
+/** A directory's grants and keys as plain JSON: what a service's checkpoint keeps of it. */
+export interface DirectoryState {
+  /** Each granted token hash: the key it opened and the seq of the grant. */
+  readonly grants: readonly (readonly [string, string, number])[];
+  readonly known: readonly string[];
+  readonly revokedBefore: readonly (readonly [string, number])[];
+  readonly surface: readonly (readonly [string, Surface])[];
+  readonly parent: readonly (readonly [string, string])[];
+}
+
 /**
  * The grants of session tokens, folded from the log: which key each token hash opened, and
  * the events that end a token's reach. Where a key's lineage leads is the fold's answer
@@ -78,6 +88,28 @@ export class SessionDirectory {
   /** `query` answers for the fold that the service steps with the same events, in the same order. */
   constructor(query: FoldQuery) {
     this.#query = query;
+  }
+
+  /** What the directory holds, as plain JSON (for the service's checkpoint: `DirectoryState`). */
+  state(): DirectoryState {
+    return {
+      grants: [...this.#grants].map(([hash, grant]) => [hash, grant.session, grant.seq]),
+      known: [...this.#known],
+      revokedBefore: [...this.#revokedBefore],
+      surface: [...this.#surface],
+      parent: [...this.#parent],
+    };
+  }
+
+  /** A directory that goes on from `state` (what `state()` gave), answering with `query`'s lineage. */
+  static restore(query: FoldQuery, state: DirectoryState): SessionDirectory {
+    const directory = new SessionDirectory(query);
+    for (const [hash, session, seq] of state.grants) directory.#grant(hash, session, seq);
+    for (const key of state.known) directory.#known.add(key);
+    for (const [key, seq] of state.revokedBefore) directory.#revokedBefore.set(key, seq);
+    for (const [key, surface] of state.surface) directory.#surface.set(key, surface);
+    for (const [key, parent] of state.parent) directory.#parent.set(key, parent);
+    return directory;
   }
 
   /** Folds one event of the log. */

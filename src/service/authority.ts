@@ -43,12 +43,42 @@ function placedWith(fate: Fate): string | undefined {
   }
 }
 
+/** What an authority holds: its fold's checkpoint text and each key's predecessors. */
+export interface AuthorityState {
+  readonly fold: string;
+  readonly predecessors: readonly (readonly [string, readonly string[]])[];
+}
+
 export class Authority {
-  readonly #fold = new Fold();
+  readonly #fold: Fold;
   /** Read-only answers of the fold, at the last event applied. */
-  readonly query: FoldQuery = this.#fold.query;
+  readonly query: FoldQuery;
   /** Each key's predecessors (the keys whose compression into it took effect), to find a conversation's keys. */
   readonly #predecessors = new Map<string, string[]>();
+
+  constructor(fold: Fold = new Fold()) {
+    this.#fold = fold;
+    this.query = fold.query;
+  }
+
+  /** The authority's state as plain JSON, for the service's checkpoint. */
+  state(): AuthorityState {
+    return { fold: this.#fold.checkpoint(), predecessors: [...this.#predecessors] };
+  }
+
+  /** An authority that goes on from `state`; undefined when its fold's checkpoint is not one this turnfold can use. */
+  static restore(state: AuthorityState): Authority | undefined {
+    const fold = Fold.resume({}, state.fold);
+    if (fold === undefined) return undefined;
+    const authority = new Authority(fold);
+    for (const [key, before] of state.predecessors) authority.#predecessors.set(key, [...before]);
+    return authority;
+  }
+
+  /** Which checkpoints of a fold the authority can use: the default settings' (it decides no turn, so it keeps none of the runner's limits). */
+  get checkpointKind(): string {
+    return this.#fold.checkpointKind;
+  }
 
   /** Steps the fold with the next event of the log. */
   apply(event: Stored): void {

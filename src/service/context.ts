@@ -24,6 +24,12 @@ export interface ServiceOptions {
   readonly bodyLimit?: number;
   /** Time to receive a whole request (headers and body), in ms. Default 10,000. */
   readonly requestTimeoutMs?: number;
+  /**
+   * Keep a checkpoint of what the server folds (grants, ownership, lineage) in the log once
+   * this many events were applied since the last, so the next start reads only what came
+   * after it. Default 20,000; 0: never.
+   */
+  readonly checkpointEvery?: number;
   /** Time to receive the headers, in ms. Default 5,000. */
   readonly headersTimeoutMs?: number;
   /** Open turn streams at most; more get 503. Default 10,000. */

@@ -19,11 +19,16 @@ export class LogFollower {
     this.#apply = apply;
   }
 
-  /** Catches up with the log (resolving once every event there now is applied), then follows its tail. */
-  static async start(log: EventStore, apply: (event: Stored) => void): Promise<LogFollower> {
+  /**
+   * Catches up with the log (resolving once every event there now is applied), then follows
+   * its tail. With `from`, the events up to that seq count as applied already (the caller
+   * starts from a checkpoint of what they made).
+   */
+  static async start(log: EventStore, apply: (event: Stored) => void, from = 0): Promise<LogFollower> {
     const follower = new LogFollower(apply);
+    follower.#applied = from;
     const start = await log.lastSeq();
-    for await (const event of log.read({ from: 1 })) {
+    for await (const event of log.read({ from: from + 1 })) {
       if (event.seq > start) break;
       follower.#follow(event);
     }

@@ -25,6 +25,7 @@ import { healthRoutes } from "./routes/health.js";
 import { sessionRoutes } from "./routes/sessions.js";
 import { turnRoutes } from "./routes/turns.js";
 import { StreamRegistry } from "./streams.js";
+import { encodeService, newestServiceCheckpoint, serviceCheckpointKind } from "./checkpoint.js";
 
 export type { ServiceOptions } from "./context.js";
 
@@ -35,6 +36,8 @@ export interface Service {
   readonly metrics: ServiceMetrics;
   /** Every route this service answers, and who may call it (`public`, `producer`, `session`; none: closed). */
   readonly routes: readonly { readonly method: string; readonly url: string; readonly access: RouteAccess | undefined }[];
+  /** The seq of the service checkpoint it started from (0: it folded the log from the start). */
+  readonly resumedFrom: number;
   /** Starts listening; resolves to the address (`http://host:port`). */
   listen(host: string, port: number): Promise<string>;
   close(): Promise<void>;
@@ -46,19 +49,10 @@ const actAttempts = 50;
 /** Builds the service: catches up with the log, then follows it. */
 export async function createService(options: ServiceOptions): Promise<Service> {
   const { log } = options;
-  const authority = new Authority();
-  const directory = new SessionDirectory(authority.query);
   const metrics = new ServiceMetrics();
   const streams = new StreamRegistry((open) => metrics.openStreams.set(open));
-  // Every grant and the whole fold of the log first; then each new record goes to the
-  // streams of its session and of every key that session continues.
-  const follower = await LogFollower.start(log, (event) => {
-    authority.apply(event);
-    directory.apply(event);
-    if (event.type === "session.opened" && event.tokenHash !== undefined && event.keepTokens !== true) streams.revalidate();
-    if (event.type === "notification.dispatched") streams.publish(event, authority.audienceOf(event.session));
-    if (event.type === "session.closed") streams.sessionsEnded();
-  });
+  const { authority, directory, follower, resumedFrom } = await follow(log, streams);
+  const checkpoints = keepServiceCheckpoints(log, authority, directory, follower, resumedFrom, options.checkpointEvery ?? 20_000);
   const appended = async (events: readonly TurnfoldEvent[], seqs: readonly number[]) => {
     metrics.eventsAppended.inc(events.length);
     // What this server appended counts for its next request: its fold has applied it.
@@ -112,12 +106,64 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     async listen(host: string, port: number) {
       return app.listen({ host, port });
     },
+    resumedFrom,
     async close() {
+      clearInterval(checkpoints);
       follower.stop();
       streams.endAll();
       await app.close();
     },
   };
+}
+
+/**
+ * What a server folds, caught up with the log: from the newest checkpoint of it the log
+ * keeps, else from the start. Then each new event is applied as it comes, and each new
+ * record goes to the streams of its session and of every key that session continues.
+ */
+async function follow(log: ServiceOptions["log"], streams: StreamRegistry): Promise<{ authority: Authority; directory: SessionDirectory; follower: LogFollower; resumedFrom: number }> {
+  const restored = await newestServiceCheckpoint(log);
+  const authority = restored?.authority ?? new Authority();
+  const directory = restored?.directory ?? new SessionDirectory(authority.query);
+  const resumedFrom = restored?.seq ?? 0;
+  const follower = await LogFollower.start(
+    log,
+    (event) => {
+      authority.apply(event);
+      directory.apply(event);
+      if (event.type === "session.opened" && event.tokenHash !== undefined && event.keepTokens !== true) streams.revalidate();
+      if (event.type === "notification.dispatched") streams.publish(event, authority.audienceOf(event.session));
+      if (event.type === "session.closed") streams.sessionsEnded();
+    },
+    resumedFrom,
+  );
+  return { authority, directory, follower, resumedFrom };
+}
+
+/**
+ * Keeps the service's checkpoint: at once when the catch-up folded `every` events or more
+ * past the last one, then whenever a look (every few seconds) finds that many applied since.
+ * The text is taken between two events (the follower applies each synchronously); the write
+ * goes on in the background, and one that fails costs only the next start's time.
+ */
+function keepServiceCheckpoints(log: ServiceOptions["log"], authority: Authority, directory: SessionDirectory, follower: LogFollower, from: number, every: number): NodeJS.Timeout | undefined {
+  if (every <= 0) return undefined;
+  let last = from;
+  let writing = false;
+  const look = () => {
+    const seq = follower.applied;
+    if (writing || seq - last < every) return;
+    writing = true;
+    last = seq;
+    void log
+      .saveCheckpoint(serviceCheckpointKind(authority), seq, encodeService(authority, directory), Date.now())
+      .catch(() => undefined)
+      .finally(() => (writing = false));
+  };
+  look();
+  const timer = setInterval(look, 5_000);
+  timer.unref();
+  return timer;
 }
 
 /**
