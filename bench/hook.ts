@@ -1,8 +1,9 @@
 /**
- * The Stop hook's answer, from its process's start to its exit, with a turn ready, on a
- * short log and a long one, as a host runs it: the real command, with its session's
+ * The live entry points on a short log and a long one, as a user runs them: the Stop hook's
+ * answer, from its process's start to its exit, with a turn ready, with its session's
  * `turnfold mcp` running (the hook asks it to drain: hook-socket.ts) and without (the hook
- * folds the log itself). Baselines in the same run: the short log, and `node -e 0`.
+ * folds from the log's checkpoint); `mcp` answering `initialize`; `serve` ready. Baselines
+ * in the same run: the short log, and `node -e 0`.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -72,10 +73,43 @@ async function filled(db: string, events: number): Promise<void> {
   await log.close();
 }
 
+/**
+ * `turnfold serve` ready: from its start to its `listening` line, the log opened and what
+ * the server folds caught up. The first start on a log without the server's checkpoint
+ * folds it all and keeps one; the median of the starts after it is the row.
+ */
+async function serveReady(db: string): Promise<{ first: number; ready: number }> {
+  const once = () =>
+    new Promise<number>((resolve, reject) => {
+      const t0 = performance.now();
+      const child = spawn(process.execPath, [cli, "serve", "--db", db, "--port", "0", "--json"], {
+        env: { ...process.env, TURNFOLD_PRODUCER_TOKEN: "bench-producer-token-0123456789abcdef" },
+        stdio: ["ignore", "ignore", "pipe"],
+      });
+      // serve reports on stderr, one JSON object a line.
+      let out = "";
+      let ms: number | undefined;
+      child.stderr!.on("data", (d: Buffer) => {
+        out += d.toString();
+        if (ms === undefined && out.includes('"listening"')) {
+          ms = performance.now() - t0;
+          // Once listening, the server's checkpoint (if it wrote one at its start) is on its way: give it a moment before stopping.
+          setTimeout(() => child.kill("SIGTERM"), 1500);
+        }
+      });
+      child.on("close", () => (ms === undefined ? reject(new Error(`serve never listened: ${out}`)) : resolve(ms)));
+    });
+  const first = await once();
+  const starts: number[] = [];
+  for (let i = 0; i < 3; i++) starts.push(await once());
+  return { first, ready: median(starts) };
+}
+
 /** Median hook answers on a log of `events` events, with the session's server running and without. */
-async function hookTimes(dir: string, events: number): Promise<{ served: number; alone: number; initialize: number }> {
+async function hookTimes(dir: string, events: number): Promise<{ served: number; alone: number; initialize: number; serve: { first: number; ready: number } }> {
   const db = join(dir, `log-${events}.sqlite`);
   await filled(db, events);
+  const serve = await serveReady(db);
   const env = { ...process.env, XDG_STATE_HOME: join(dir, `state-${events}`), CLAUDE_CODE_SESSION_ID: "bench-hook", TURNFOLD_DB: "" };
   // `initialize` answered, from the server's start, a few times (each server closed again).
   const starts: number[] = [];
@@ -119,7 +153,7 @@ async function hookTimes(dir: string, events: number): Promise<{ served: number;
     alone.push(run.ms);
   }
   await client.close();
-  return { served: median(served), alone: median(alone), initialize: median(starts) };
+  return { served: median(served), alone: median(alone), initialize: median(starts), serve };
 }
 
 export async function hookBench(): Promise<Row[]> {
@@ -154,6 +188,22 @@ export async function hookBench(): Promise<Row[]> {
         ratio: long.initialize / short.initialize,
         target: "≤ 1.5",
         pass: long.initialize / short.initialize <= 1.5,
+      },
+      {
+        name: "serve ready (its listening line), from its checkpoint: log of 10^6 events",
+        value: `${fmt(long.serve.ready)} ms`,
+        baseline: `log of 10^3: ${fmt(short.serve.ready)} ms`,
+        ratio: long.serve.ready / short.serve.ready,
+        target: "≤ 2",
+        pass: long.serve.ready / short.serve.ready <= 2,
+      },
+      {
+        name: "serve ready, first start with no checkpoint of its own (folds the log, keeps one): 10^6 events",
+        value: `${fmt(long.serve.first)} ms`,
+        baseline: `log of 10^3: ${fmt(short.serve.first)} ms`,
+        ratio: long.serve.first / short.serve.first,
+        target: "–",
+        pass: undefined,
       },
       {
         name: "hook answer with no server (it folds from the log's checkpoint): log of 10^6 events",
