@@ -12,7 +12,7 @@ import type { EventStore } from "../src/events/store.js";
 import type { TurnfoldEvent } from "../src/events/schema.js";
 import { HookInput, runHook } from "../src/mcp/hook.js";
 import { openLog } from "../src/open.js";
-import { liveTurns } from "../src/projections/live.js";
+import { checkpointItemsAtMost, liveTurns } from "../src/projections/live.js";
 import { Projection, type Turn } from "../src/projections/project.js";
 import { recordDispatches } from "../src/projections/record-dispatches.js";
 import { replay } from "../src/projections/replay.js";
@@ -244,4 +244,18 @@ describe("checkpoints in the log", () => {
     expect(refolded).toEqual({ ...resumed, resumedFrom: 0 });
     await log.close();
   });
+
+  it("a runner keeps no checkpoint while more items wait than a checkpoint should hold, and keeps one again once they are taken", async () => {
+    const waiting: TurnfoldEvent[] = [{ type: "session.opened", at: 0, session: "full", surface: "cli" }];
+    for (let i = 0; i <= checkpointItemsAtMost; i++) waiting.push({ type: "process.exited", at: 1, process: `full.${i}`, exitCode: 0, reason: "exited", output: "", owner: "full" });
+    const { log } = await fresh(waiting);
+    await emittedUntilIdle(log, { pollMs: 1, checkpointEvery: 1 });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await log.checkpoint(kind)).toBeUndefined();
+    await log.append([{ type: "session.closed", at: 2, session: "full", reason: "user" }]);
+    await emittedUntilIdle(log, { pollMs: 1, checkpointEvery: 1 });
+    for (let i = 0; i < 100 && (await log.checkpoint(kind)) === undefined; i++) await new Promise((r) => setTimeout(r, 20));
+    expect((await log.checkpoint(kind))?.seq).toBe(await log.lastSeq());
+    await log.close();
+  }, 60_000);
 });

@@ -303,6 +303,9 @@ export async function foldToEnd(log: EventLog, settings: ProjectionOptions = {})
  * over and over. The text is taken at once; the write goes on in the background, and one
  * that fails (a read-only file, an outage) costs only the next reader's time.
  */
+/** A live runner keeps no checkpoint while more items than this wait in sessions' queues (about 1 KB each in the text). */
+export const checkpointItemsAtMost = 50_000;
+
 function checkpointing(store: CheckpointStore | undefined, kind: string, every: number, from: number) {
   let last = from;
   let lastAt = performance.now();
@@ -312,6 +315,8 @@ function checkpointing(store: CheckpointStore | undefined, kind: string, every: 
     idle(seq: number, projection: Projection): void {
       if (store === undefined || every <= 0 || writing || seq - last < every) return;
       if (performance.now() - lastAt < cost * 10) return;
+      // A state holding a great many waiting items would make a text of tens of MB, in memory at once: folding is cheaper.
+      if (projection.query.queuedItems() > checkpointItemsAtMost) return;
       const t0 = performance.now();
       const text = projection.checkpoint();
       writing = true;

@@ -26,6 +26,7 @@ import { sessionRoutes } from "./routes/sessions.js";
 import { turnRoutes } from "./routes/turns.js";
 import { StreamRegistry } from "./streams.js";
 import { encodeService, newestServiceCheckpoint, serviceCheckpointKind } from "./checkpoint.js";
+import { checkpointItemsAtMost } from "../projections/live.js";
 
 export type { ServiceOptions } from "./context.js";
 
@@ -152,7 +153,7 @@ function keepServiceCheckpoints(log: ServiceOptions["log"], authority: Authority
   let writing = false;
   const look = () => {
     const seq = follower.applied;
-    if (writing || seq - last < every) return;
+    if (writing || seq - last < every || authority.query.queuedItems() > checkpointItemsAtMost) return;
     writing = true;
     last = seq;
     void log
