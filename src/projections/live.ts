@@ -296,6 +296,9 @@ export async function foldToEnd(log: EventLog, settings: ProjectionOptions = {})
   }
 }
 
+/** A live runner keeps no checkpoint while more items than this wait in sessions' queues (about 1 KB each in the text). */
+export const checkpointItemsAtMost = 50_000;
+
 /**
  * When a live runner keeps a checkpoint: at an idle point (nothing decided waits to be
  * recorded), `every` events or more after the last one, and only once folding has taken ten
@@ -303,9 +306,6 @@ export async function foldToEnd(log: EventLog, settings: ProjectionOptions = {})
  * over and over. The text is taken at once; the write goes on in the background, and one
  * that fails (a read-only file, an outage) costs only the next reader's time.
  */
-/** A live runner keeps no checkpoint while more items than this wait in sessions' queues (about 1 KB each in the text). */
-export const checkpointItemsAtMost = 50_000;
-
 function checkpointing(store: CheckpointStore | undefined, kind: string, every: number, from: number) {
   let last = from;
   let lastAt = performance.now();
