@@ -92,6 +92,19 @@ export interface EventStore extends EventLog {
   scanPages?(from?: number, pageSize?: number): Iterable<Stored[]>;
 }
 
+/**
+ * The newest checkpoint of `kind` that `use` can take: `use` turns a body into what its
+ * reader needs, or gives undefined for one it cannot trust (damaged, another layout), which
+ * is passed over for the one before it. Undefined when none is usable.
+ */
+export async function newestUsable<T>(store: Pick<EventStore, "checkpoint">, kind: string, use: (body: string) => T | undefined): Promise<{ readonly seq: number; readonly body: string; readonly value: T } | undefined> {
+  for (let found = await store.checkpoint(kind); found !== undefined; found = await store.checkpoint(kind, found.seq)) {
+    const value = use(found.body);
+    if (value !== undefined) return { ...found, value };
+  }
+  return undefined;
+}
+
 /** How many checkpoints of one kind a log keeps: the newest, and a few behind it in case it is damaged. */
 export const checkpointsKept = 3;
 

@@ -7,7 +7,7 @@
  */
 import { Observable } from "rxjs";
 import type { EventLog } from "../events/log.js";
-import type { EventStore } from "../events/store.js";
+import { newestUsable, type EventStore } from "../events/store.js";
 import type { EventOf, Stored, TurnfoldEvent } from "../events/schema.js";
 import { Projection, type Output, type ProjectionOptions, type ReadyItem, type StatusLine } from "./project.js";
 import { fromRecord, toRecord } from "./dispatch-record.js";
@@ -271,12 +271,8 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
 export async function newestCheckpoint(log: EventLog, settings: ProjectionOptions): Promise<{ projection: Projection; base: { readonly seq: number; readonly body: string } } | undefined> {
   const store = checkpointsOf(log);
   if (store === undefined) return undefined;
-  const kind = new Projection(settings).checkpointKind;
-  for (let found = await store.checkpoint(kind); found !== undefined; found = await store.checkpoint(kind, found.seq)) {
-    const projection = Projection.resume(settings, found.body);
-    if (projection !== undefined) return { projection, base: found };
-  }
-  return undefined;
+  const found = await newestUsable(store, new Projection(settings).checkpointKind, (body) => Projection.resume(settings, body));
+  return found === undefined ? undefined : { projection: found.value, base: { seq: found.seq, body: found.body } };
 }
 
 /**

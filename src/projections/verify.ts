@@ -4,6 +4,7 @@
  * memory bounded by how far the records lag behind the turns they record. (A log with no
  * record at all says so up front, and the first derived turn is the difference.)
  */
+import { textDigest } from "../events/digest.js";
 import type { EventOf, HandoverHolder, Stored } from "../events/schema.js";
 import { turnFields, type Turn } from "./project.js";
 import { fromRecord } from "./dispatch-record.js";
@@ -204,24 +205,10 @@ interface Digested {
   readonly digest: string;
 }
 
-function fnv(text: string, seed: number): number {
-  let h = seed >>> 0;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h;
-}
-
-/** A digest of a text: two 32-bit FNV-1a hashes with different seeds. */
-function digestOf(text: string): string {
-  return fnv(text, 0x811c9dc5).toString(16).padStart(8, "0") + fnv(text, 0x01000193 ^ 0x5bd1e995).toString(16).padStart(8, "0");
-}
-
 function digested(turn: Turn): Digested {
   const head = turn.text.slice(0, 120);
   const kept = { seq: turn.seq, session: turn.session, consumer: turn.consumer, kind: turn.kind, members: turn.members, text: `${head}${turn.text.length > head.length ? "…" : ""}` };
-  return { digested: true, turn: kept, length: turn.text.length, digest: digestOf(turn.text) };
+  return { digested: true, turn: kept, length: turn.text.length, digest: textDigest(turn.text) };
 }
 
 /** A holder in words: `hook Stop`, `tool take_notifications`. */
@@ -272,7 +259,7 @@ function differenceOf(stored: Stored, waiting: Turn | Digested, index: number): 
   for (const field of turnFields) {
     if (field === "seq" && !hasDrainSeq) continue;
     if (field === "text" && "digested" in waiting) {
-      if (recorded.text.length === waiting.length && digestOf(recorded.text) === waiting.digest) continue;
+      if (recorded.text.length === waiting.length && textDigest(recorded.text) === waiting.digest) continue;
       const derived = `(${waiting.length} characters, beginning ${JSON.stringify(turn.text)}: kept as a digest while its record was far behind)`;
       return { index, field, recorded: recorded.text, derived, recordSeq: stored.seq };
     }

@@ -14,6 +14,7 @@
  * which `checkpointKind` names together. A text whose checksum fails, or that names
  * another kind, decodes to undefined, and the reader folds from further back.
  */
+import { textDigest } from "../events/digest.js";
 import { createState, type State } from "./state.js";
 
 /**
@@ -28,7 +29,7 @@ const settingFields = new Set(["parking", "gateway", "defaultBudget", "defaultSt
 /** Names the fold a checkpoint belongs to: the layout version and a digest of the settings it was folded with. */
 export function checkpointKind(state: Readonly<State>): string {
   const settings = JSON.stringify([state.parking, state.gateway, state.defaultBudget ?? null, state.defaultStaleAfterMs ?? null]);
-  return `fold.v${checkpointVersion}.${digest(settings).slice(0, 16)}`;
+  return `fold.v${checkpointVersion}.${textDigest(settings).slice(0, 16)}`;
 }
 
 /** The state as a checkpoint's text: `kind` on the first line, the body's checksum on the second, the body after. */
@@ -36,7 +37,7 @@ export function encodeState(state: Readonly<State>): string {
   const fields = Object.create(null) as Record<string, unknown>;
   for (const [key, value] of Object.entries(state)) if (!settingFields.has(key)) fields[key] = value;
   const body = JSON.stringify(new Encoder().value(fields));
-  return `${checkpointKind(state)}\n${digest(body)}\n${body}`;
+  return `${checkpointKind(state)}\n${textDigest(body)}\n${body}`;
 }
 
 /**
@@ -50,7 +51,7 @@ export function decodeState(text: string, settings: Readonly<State>): State | un
   if (first < 0 || second < 0) return undefined;
   if (text.slice(0, first) !== checkpointKind(settings)) return undefined;
   const body = text.slice(second + 1);
-  if (digest(body) !== text.slice(first + 1, second)) return undefined;
+  if (textDigest(body) !== text.slice(first + 1, second)) return undefined;
   let fields: unknown;
   try {
     fields = new Decoder().value(JSON.parse(body));
@@ -65,28 +66,6 @@ export function decodeState(text: string, settings: Readonly<State>): State | un
     state[key] = (fields as Record<string, unknown>)[key];
   }
   return state as unknown as State;
-}
-
-/**
- * A 64-bit checksum of a text (two 32-bit multiply-and-xor hashes over its UTF-16 code units,
- * with different seeds): enough to tell a damaged or cut checkpoint, which is all it is for.
- * Written here rather than taken from node:crypto so that the reducers import nothing of
- * Node (the report's page is type-checked against them for the browser).
- */
-function digest(text: string): string {
-  let a = 0x811c9dc5 ^ text.length;
-  let b = 0x9e3779b9 ^ text.length;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995);
-    b ^= b >>> 15;
-  }
-  a = Math.imul(a ^ (a >>> 16), 0x85ebca6b);
-  a = Math.imul(a ^ (a >>> 13), 0xc2b2ae35);
-  b = Math.imul(b ^ (b >>> 16), 0x27d4eb2f);
-  b = Math.imul(b ^ (b >>> 13), 0x165667b1);
-  return ((a ^ (a >>> 16)) >>> 0).toString(16).padStart(8, "0") + ((b ^ (b >>> 16)) >>> 0).toString(16).padStart(8, "0");
 }
 
 /*

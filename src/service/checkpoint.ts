@@ -4,8 +4,8 @@
  * came after. Kept in the log beside the live runner's checkpoints, under a kind of its own
  * that names the layout of both parts; a text whose checksum fails is passed over.
  */
-import { createHash } from "node:crypto";
-import type { EventStore } from "../events/store.js";
+import { textDigest } from "../events/digest.js";
+import { newestUsable, type EventStore } from "../events/store.js";
 import type { DirectoryState } from "./auth.js";
 import { SessionDirectory } from "./auth.js";
 import { Authority, type AuthorityState } from "./authority.js";
@@ -23,20 +23,16 @@ export function serviceCheckpointKind(authority: Authority): string {
   return `service.v${serviceLayout}.${authority.checkpointKind}`;
 }
 
-function digest(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
-}
-
-/** The text of a service checkpoint: the body's sha-256, then the body. */
+/** The text of a service checkpoint: the body's digest, then the body. */
 export function encodeService(authority: Authority, directory: SessionDirectory): string {
   const body = JSON.stringify({ authority: authority.state(), directory: directory.state() } satisfies ServiceState);
-  return `${digest(body)}\n${body}`;
+  return `${textDigest(body)}\n${body}`;
 }
 
 /** The authority and directory a checkpoint's text holds; undefined when it is not whole. */
 export function decodeService(text: string): { authority: Authority; directory: SessionDirectory } | undefined {
   const cut = text.indexOf("\n");
-  if (cut < 0 || digest(text.slice(cut + 1)) !== text.slice(0, cut)) return undefined;
+  if (cut < 0 || textDigest(text.slice(cut + 1)) !== text.slice(0, cut)) return undefined;
   try {
     const state = JSON.parse(text.slice(cut + 1)) as ServiceState;
     const authority = Authority.restore(state.authority);
@@ -49,10 +45,6 @@ export function decodeService(text: string): { authority: Authority; directory: 
 
 /** The newest usable service checkpoint of the log, restored, with its seq; undefined for none. */
 export async function newestServiceCheckpoint(log: EventStore): Promise<{ seq: number; authority: Authority; directory: SessionDirectory } | undefined> {
-  const kind = serviceCheckpointKind(new Authority());
-  for (let found = await log.checkpoint(kind); found !== undefined; found = await log.checkpoint(kind, found.seq)) {
-    const restored = decodeService(found.body);
-    if (restored !== undefined) return { seq: found.seq, ...restored };
-  }
-  return undefined;
+  const found = await newestUsable(log, serviceCheckpointKind(new Authority()), decodeService);
+  return found === undefined ? undefined : { seq: found.seq, ...found.value };
 }
