@@ -14,7 +14,8 @@ import { child } from "./support/child.js";
 import { cli, cliEntry } from "./support/cli.js";
 import { pendingDelegations } from "./support/delegations.js";
 import { History } from "./support/history.js";
-import { postgresSkipReason, testDatabase } from "./support/postgres.js";
+import { adminUrl, postgresSkipReason, sweepLeftovers, testDatabase } from "./support/postgres.js";
+import { spawnSync } from "node:child_process";
 
 const database = await testDatabase();
 const fixture = (name: string) => join(import.meta.dirname, "fixtures", name);
@@ -42,6 +43,23 @@ function checkWholeBatches(events: readonly Written[]): Map<string, number> {
 
 describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""}`, () => {
   const url = () => database!.freshLog();
+
+  it("a test file's database left by a run cut short (its process gone) is dropped when the next file asks for one; a live process's is kept", async () => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    const gone = `turnfold_test_${spawnSync("true").pid}_0badc0de`;
+    const live = `turnfold_test_${process.ppid}_0badc0de`;
+    const names = async () => (await client.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname IN ($1, $2)", [gone, live])).rows.map((r) => r.datname).sort();
+    try {
+      await client.query(`CREATE DATABASE ${gone}`);
+      await client.query(`CREATE DATABASE ${live}`);
+      await sweepLeftovers(client);
+      expect(await names()).toEqual([live]);
+    } finally {
+      for (const name of [gone, live]) await client.query(`DROP DATABASE IF EXISTS ${name}`);
+      await client.end();
+    }
+  });
 
   it("four writer processes appending at once lose nothing, and seqs stay gapless", async () => {
     const target = url();

@@ -53,6 +53,7 @@ export async function testDatabase(): Promise<TestDatabase | undefined> {
     console.warn(`[turnfold] ${skipReason}`);
     return undefined;
   }
+  await admin(sweepLeftovers);
   const name = `turnfold_test_${process.pid}_${randomBytes(4).toString("hex")}`;
   await admin((c) => c.query(`CREATE DATABASE ${name}`));
   afterAll(async () => {
@@ -69,6 +70,29 @@ export async function testDatabase(): Promise<TestDatabase | undefined> {
       return log.toString();
     },
   };
+}
+
+/**
+ * Drops the databases of test files whose process is gone: a run cut short (a timeout, a
+ * kill, a crash) never reaches `afterAll`. A database whose process still runs, or that
+ * someone is connected to, is left alone (a plain DROP refuses a database in use).
+ */
+export async function sweepLeftovers(client: pg.Client): Promise<void> {
+  const found = await client.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE 'turnfold_test_%'`);
+  for (const { datname } of found.rows) {
+    const pid = Number(/^turnfold_test_(\d+)_[0-9a-f]+$/.exec(datname)?.[1]);
+    if (!Number.isInteger(pid) || pid === process.pid || alive(pid)) continue;
+    await client.query(`DROP DATABASE IF EXISTS ${datname}`).catch(() => undefined);
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 export function postgresSkipReason(): string | undefined {
