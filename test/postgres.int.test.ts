@@ -253,7 +253,7 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
       await client.query(`UPDATE ${schema}.meta SET value = '3' WHERE key = 'schema_version'`);
       const reopened = await openLog(target);
       expect(await indexes()).toEqual([`(tag, updated_at, key COLLATE "C")`]);
-      expect((await client.query(`SELECT value FROM ${schema}.meta WHERE key = 'schema_version'`)).rows[0].value).toBe("5");
+      expect((await client.query(`SELECT value FROM ${schema}.meta WHERE key = 'schema_version'`)).rows[0].value).toBe("6");
       await client.query(`ANALYZE ${schema}.projection_ledger`);
       const plan = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) SELECT key, row FROM ${schema}.projection_ledger WHERE tag = 'pending' ORDER BY updated_at, key COLLATE "C" LIMIT 32`);
       const top = (plan.rows[0]["QUERY PLAN"] as { Plan: { Plans: { "Node Type": string; "Actual Rows": number }[] } }[])[0]!.Plan.Plans[0]!;
@@ -263,6 +263,43 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
       const next = await new Ledger(reopened, { consumer: "w" }).claimNext();
       expect(next?.row.delegation).toBe("d0000");
       await reopened.close();
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("a version 5 log gets its subject index: every event's subject filled in, one whose body PostgreSQL's JSON parser refuses (a NUL) included, and the events stay append-only", async () => {
+    const target = url();
+    const schema = new URL(target).searchParams.get("schema")!;
+    const log = await openLog(target);
+    await log.append([
+      { type: "process.started", at: 1, process: "p1", owner: "s", command: "make", notify: true },
+      { type: "delegation.dispatched", at: 1, delegation: "d1", owner: "s", goal: "look" },
+      { type: "drain", at: 2, session: "s", consumer: "tui-poller" },
+      { type: "process.exited", at: 3, process: "p1", exitCode: 0, reason: "exited", output: "a NUL \u0000 and a lone \ud800" },
+    ]);
+    await log.close();
+    const client = new pg.Client({ connectionString: database!.url });
+    await client.connect();
+    try {
+      await client.query(`DROP INDEX ${schema}.events_subject`);
+      await client.query(`ALTER TABLE ${schema}.events DROP COLUMN subject`);
+      await client.query(`UPDATE ${schema}.meta SET value = '5' WHERE key = 'schema_version'`);
+      const reopened = await openLog(target);
+      expect(await reopened.subjectSpan("p1")).toEqual({ first: 1, last: 4 });
+      expect(await reopened.subjectSpan("d1")).toEqual({ first: 2, last: 2 });
+      expect(await reopened.subjectSpan("s")).toBeUndefined();
+      await reopened.close();
+      expect((await client.query(`SELECT seq, subject FROM ${schema}.events ORDER BY seq`)).rows).toEqual([
+        { seq: "1", subject: "p1" },
+        { seq: "2", subject: "d1" },
+        { seq: "3", subject: null },
+        { seq: "4", subject: "p1" },
+      ]);
+      await expect(client.query(`UPDATE ${schema}.events SET at = 2`)).rejects.toThrow(/append-only/);
+      await client.query(`SET enable_seqscan = off`);
+      const plan = await client.query(`EXPLAIN SELECT min(seq), max(seq) FROM ${schema}.events WHERE subject = 'p1'`);
+      expect(plan.rows.map((r: { "QUERY PLAN": string }) => r["QUERY PLAN"]).join("\n")).toContain("events_subject");
     } finally {
       await client.end();
     }
@@ -351,7 +388,7 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
       await log.append([{ type: "drain", at: 6, session: "s", consumer: "tui-poller" }]);
       await log.close();
       const version = await client.query(`SELECT value FROM ${schema}.meta WHERE key = 'schema_version'`);
-      expect(version.rows[0].value).toBe("5");
+      expect(version.rows[0].value).toBe("6");
       // A fresh PostgreSQL log and a fresh SQLite file are at the same version, with the same tables.
       const fresh = url();
       await (await openLog(fresh)).close();

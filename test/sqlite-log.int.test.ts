@@ -1,3 +1,4 @@
+import { sqliteSubject } from "../src/events/migrations.js";
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -74,7 +75,7 @@ describe("sqlite log file", () => {
     await reopened.close();
     const after = new Database(path, { readonly: true });
     expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'projection_ledger' AND sql IS NOT NULL").pluck().all()).toEqual(["projection_ledger_listing"]);
-    expect(after.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("5");
+    expect(after.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("6");
     after.close();
   });
 
@@ -93,7 +94,26 @@ describe("sqlite log file", () => {
     expect((await reopened.readPage()).map((e) => e.type)).toEqual(["delegation.dispatched"]);
     await reopened.close();
     const after = new Database(path, { readonly: true });
-    expect(after.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("5");
+    expect(after.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("6");
+    after.close();
+  });
+
+  it("gives a version 5 file its subject index, and a span is read from that index, not the events", async () => {
+    const path = fresh();
+    const log = await openLog(path);
+    await log.append([dispatched("d1"), dispatched("d2"), { type: "delegation.completed", at: 3, delegation: "d1", status: "completed", summary: "nul \u0000" }]);
+    await log.close();
+    const raw = new Database(path);
+    raw.exec(`DROP INDEX events_subject; UPDATE meta SET value = '5' WHERE key = 'schema_version'`);
+    raw.close();
+    const reopened = await openLog(path, { create: false });
+    expect(await reopened.subjectSpan("d1")).toEqual({ first: 1, last: 3 });
+    expect(await reopened.subjectSpan("d2")).toEqual({ first: 2, last: 2 });
+    await reopened.close();
+    const after = new Database(path, { readonly: true });
+    const plan = after.prepare(`EXPLAIN QUERY PLAN SELECT min(seq) AS first, max(seq) AS last FROM events WHERE ${sqliteSubject} = ?`).all("d1") as { detail: string }[];
+    expect(plan.map((row) => row.detail).join("\n")).toMatch(/USING (COVERING )?INDEX events_subject/);
+    expect(after.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("6");
     after.close();
   });
 
@@ -187,7 +207,7 @@ describe("sqlite log file", () => {
     const path = fresh();
     await (await openLog(path)).close();
     const raw = new Database(path);
-    expect(raw.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("5");
+    expect(raw.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("6");
     raw.prepare("UPDATE meta SET value = '9' WHERE key = 'schema_version'").run();
     raw.close();
     const error = await openError(path);

@@ -11,6 +11,8 @@ import {
   applyInline,
   checkProjections,
   checkpointsKept,
+  subjectOf,
+  type SubjectSpan,
   WriteGate,
   type EventStore,
   type AnyInlineProjection,
@@ -39,6 +41,8 @@ export class MemoryLog implements EventStore {
   readonly #rows = new Map<string, Map<string, string>>();
   readonly #deliveries = new Map<string, Set<number>>();
   readonly #checkpoints = new Map<string, { readonly seq: number; readonly body: string }[]>();
+  /** The subject index: each process's or delegation's event seqs, in order. */
+  readonly #subjects = new Map<string, number[]>();
   readonly #appended = new Subject<void>();
   readonly #gate = new WriteGate();
   readonly #redact: Redactor | false;
@@ -84,6 +88,7 @@ export class MemoryLog implements EventStore {
         if (this.#events.length > eventsBefore) this.#appended.next();
         return result;
       } catch (error) {
+        for (const event of this.#events.slice(eventsBefore)) this.#subjects.get(subjectOf(event) ?? "")?.pop();
         this.#events.length = eventsBefore;
         for (const [name, rows] of rowsBefore) this.#rows.set(name, rows);
         throw error;
@@ -123,6 +128,11 @@ export class MemoryLog implements EventStore {
 
   async checkpoint(kind: string, before = Number.MAX_SAFE_INTEGER): Promise<{ readonly seq: number; readonly body: string } | undefined> {
     return (this.#checkpoints.get(kind) ?? []).filter((c) => c.seq < before).at(-1);
+  }
+
+  async subjectSpan(id: string): Promise<SubjectSpan | undefined> {
+    const seqs = this.#subjects.get(id);
+    return seqs === undefined || seqs.length === 0 ? undefined : { first: seqs[0]!, last: seqs[seqs.length - 1]! };
   }
 
   async readPage(options: ReadOptions = {}): Promise<readonly Stored[]> {
@@ -186,6 +196,13 @@ export class MemoryLog implements EventStore {
     };
     for (const copy of copies) applyInline(this.projections, copy, get, put);
     this.#events.push(...copies);
+    for (const copy of copies) {
+      const subject = subjectOf(copy);
+      if (subject === undefined) continue;
+      const seqs = this.#subjects.get(subject) ?? [];
+      this.#subjects.set(subject, seqs);
+      seqs.push(copy.seq);
+    }
     for (const [name, rows] of staged) for (const [key, row] of rows) this.#rows.get(name)!.set(key, row);
     if (notify && copies.length > 0) this.#appended.next();
     return copies.map((e) => e.seq);

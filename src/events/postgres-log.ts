@@ -46,6 +46,8 @@ import {
   bodyOf,
   checkProjections,
   checkpointsKept,
+  subjectOf,
+  type SubjectSpan,
   toStored,
   type AnyInlineProjection,
   type EventStore,
@@ -434,6 +436,13 @@ export class PostgresLog implements EventStore {
     return row === undefined ? undefined : { seq: Number(row.seq), body: row.body };
   }
 
+  async subjectSpan(id: string): Promise<SubjectSpan | undefined> {
+    const found = await sql<{ first: string | null; last: string | null }>`SELECT min(seq) AS first, max(seq) AS last FROM ${this.#layout.table("events")}
+      WHERE subject = ${id}`.execute(this.#db);
+    const row = found.rows[0];
+    return row?.first == null || row.last == null ? undefined : { first: Number(row.first), last: Number(row.last) };
+  }
+
   async readPage(options: ReadOptions = {}): Promise<readonly Stored[]> {
     const from = options.from ?? 1;
     const limit = options.limit ?? defaultPageSize;
@@ -591,8 +600,9 @@ export class PostgresLog implements EventStore {
     const bodies = events.map(bodyOf);
     const inline = events.flatMap((e, i) => (this.#inline.has(e.type) ? [toStored({ seq: seqs[i]!, body: bodies[i]! })] : []));
     const upserts = inline.length > 0 ? await evolveRows(tx.run, this.#layout, this.projections, inline, tx.rows) : [];
-    const insert = sql`INSERT INTO ${this.#layout.table("events")} (seq, type, at, body)
-      SELECT * FROM unnest(${seqs}::bigint[], ${events.map((e) => e.type)}::text[], ${events.map((e) => e.at)}::bigint[], ${bodies}::text[])`;
+    const subjects = events.map((e) => subjectOf(e) ?? null);
+    const insert = sql`INSERT INTO ${this.#layout.table("events")} (seq, type, at, body, subject)
+      SELECT * FROM unnest(${seqs}::bigint[], ${events.map((e) => e.type)}::text[], ${events.map((e) => e.at)}::bigint[], ${bodies}::text[], ${subjects}::text[])`;
     const steps = [insert, ...upserts].map((step, i) => sql`${sql.id(`step${i}`)} AS (${step})`);
     // Delivered at COMMIT, and only if the transaction commits; one per transaction however many appends.
     tx.send(sql`WITH ${sql.join(steps)} SELECT pg_notify(${this.#layout.channel}, '')`);

@@ -18,7 +18,7 @@ import { Subject, interval, merge, filter, map, type Observable } from "rxjs";
 import { logError } from "./errors.js";
 import { RecentBodies } from "./recent.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
-import { applicationName, listingIndex, migrate, prepareProjections, type LayoutHost, type LogDatabase } from "./migrations.js";
+import { applicationName, listingIndex, migrate, prepareProjections, sqliteSubject, type LayoutHost, type LogDatabase } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { prepareEvents } from "./validate.js";
 import { checkAddressed, ownersOf } from "./addressed.js";
@@ -28,6 +28,7 @@ import {
   bodyOf,
   checkProjections,
   checkpointsKept,
+  type SubjectSpan,
   toStored,
   WriteGate,
   type EventStore,
@@ -257,6 +258,7 @@ export class SqliteLog implements EventStore {
   readonly #mark: Database.Statement;
   readonly #saveCheckpoint: (kind: string, seq: number, body: string, at: number) => void;
   readonly #checkpoint: Database.Statement;
+  readonly #subjectSpan: Database.Statement;
   readonly #marks: Database.Statement;
   readonly #insertAll: (events: readonly TurnfoldEvent[]) => number[];
   readonly #appendAll: (events: readonly TurnfoldEvent[]) => number[];
@@ -284,6 +286,7 @@ export class SqliteLog implements EventStore {
       prune.run(kind, kind, checkpointsKept);
     });
     this.#checkpoint = db.prepare("SELECT seq, body FROM checkpoints WHERE kind = ? AND seq < ? ORDER BY seq DESC LIMIT 1");
+    this.#subjectSpan = db.prepare(`SELECT min(seq) AS first, max(seq) AS last FROM events WHERE ${sqliteSubject} = ?`);
     this.#mark = db.prepare("INSERT OR IGNORE INTO deliveries (record_seq, sink, delivered_at) VALUES (?, ?, ?)");
     this.#marks = db.prepare("SELECT record_seq FROM deliveries WHERE sink = ? AND record_seq >= ?").pluck();
     const inline = new Set(projections.flatMap((p) => [...p.eventTypes]));
@@ -420,6 +423,13 @@ export class SqliteLog implements EventStore {
 
   async checkpoint(kind: string, before = Number.MAX_SAFE_INTEGER): Promise<{ readonly seq: number; readonly body: string } | undefined> {
     return this.#read(() => this.#checkpoint.get(kind, before) as { seq: number; body: string } | undefined);
+  }
+
+  async subjectSpan(id: string): Promise<SubjectSpan | undefined> {
+    return this.#read(() => {
+      const span = this.#subjectSpan.get(id) as { first: number | null; last: number | null };
+      return span.first === null || span.last === null ? undefined : { first: span.first, last: span.last };
+    });
   }
 
   /** Runs one of better-sqlite3's transaction functions (they commit on return and roll back on a throw), keeping what it wrote for this handle's readers only if it committed. */

@@ -84,6 +84,12 @@ export interface EventStore extends EventLog {
   /** The newest checkpoint of `kind` whose seq is below `before` (any, when left out). */
   checkpoint(kind: string, before?: number): Promise<{ readonly seq: number; readonly body: string } | undefined>;
   /**
+   * The seqs of the first and the last event whose subject (`subjectOf`) is `id`, from an
+   * index the log keeps as it appends: `explain` starts and stops by them without reading
+   * the log. Undefined when no event names it.
+   */
+  subjectSpan(id: string): Promise<SubjectSpan | undefined>;
+  /**
    * An optional capability: a synchronous scan of every event from a seq on, a page at a
    * time, for readers of a whole log (replay) on an adapter that can read without a
    * promise per page (SQLite). Callers ask for it (`log.scanPages?.(…)`), never for the
@@ -103,6 +109,23 @@ export async function newestUsable<T>(store: Pick<EventStore, "checkpoint">, kin
     if (value !== undefined) return { ...found, value };
   }
   return undefined;
+}
+
+/** The first and the last seq of the events that name one process or delegation. */
+export interface SubjectSpan {
+  readonly first: number;
+  readonly last: number;
+}
+
+/**
+ * What an event is about, for the subject index: the process it names, else the delegation
+ * (a dispatch record names its members in a list and has no subject). Every adapter indexes
+ * exactly this.
+ */
+export function subjectOf(event: TurnfoldEvent | Stored): string | undefined {
+  const { process, delegation } = event as { process?: unknown; delegation?: unknown };
+  if (process !== undefined && process !== null) return typeof process === "string" ? process : undefined;
+  return typeof delegation === "string" ? delegation : undefined;
 }
 
 /** How many checkpoints of one kind a log keeps: the newest, and a few behind it in case it is damaged. */

@@ -161,6 +161,37 @@ export function describeStoreContract(adapter: Adapter): void {
       await log.close();
     });
 
+    it("finds the first and the last event of a process or delegation from its subject index, a child's NUL in the output included", async () => {
+      const log = await adapter.open();
+      expect(await log.subjectSpan("p1")).toBeUndefined();
+      await log.append([
+        drain(),
+        { type: "process.started", at: 1, process: "p1", owner: "s", command: "make", notify: true },
+        dispatched("d1"),
+        { type: "process.started", at: 2, process: "p2", owner: "s", command: "cat \u0000", notify: false },
+        { type: "process.output", at: 2, process: "p2", chunk: "bin\u0000ary \ud800 out" },
+        drain(),
+        { type: "process.exited", at: 3, process: "p1", exitCode: 0, reason: "exited", output: "nul \u0000 here" },
+        completed("d1", 4),
+        { type: "notification.dispatched", at: 5, session: "s", consumer: "tui-poller", kind: "completions", members: ["p1"], text: "done" },
+      ]);
+      expect(await log.subjectSpan("p1")).toEqual({ first: 2, last: 7 });
+      expect(await log.subjectSpan("p2")).toEqual({ first: 4, last: 5 });
+      expect(await log.subjectSpan("d1")).toEqual({ first: 3, last: 8 });
+      expect(await log.subjectSpan("s")).toBeUndefined();
+      // A transaction that throws leaves the index as it was.
+      await expect(
+        log.transact(async (tx) => {
+          await tx.append([{ type: "process.consumed", at: 6, process: "p1", act: "log" }]);
+          throw new Error("changed my mind");
+        }),
+      ).rejects.toThrow("changed my mind");
+      expect(await log.subjectSpan("p1")).toEqual({ first: 2, last: 7 });
+      await log.append([{ type: "process.consumed", at: 7, process: "p1", act: "log" }]);
+      expect(await log.subjectSpan("p1")).toEqual({ first: 2, last: 10 });
+      await log.close();
+    });
+
     it("reads one event type across pages", async () => {
       const log = await adapter.open();
       await log.append(Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? dispatched(`d${i}`) : drain())));
