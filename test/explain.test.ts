@@ -32,6 +32,14 @@ describe("explain (R31)", () => {
     expect(text(h, "p1")).toContain("seq 5: not taken by the drain of other: it belongs to session mine (and its compression successors) only");
   });
 
+  it("skipped by a CLI drain because the agent polled it: an addressed completion is released then, and no later drain of another session passes it by", () => {
+    const h = new History().open("s1", "cli").open("s2").completions("s1", ["p1"]).poll("p1").drain("s1", "cli-idle").drain("s2").drain("s2");
+    const story = explain(h.events, "p1").items[0]!;
+    expect(story.fates.at(-1)).toMatchObject({ what: "skipped-for-poll", session: "s1" });
+    expect(story.foreignDrainCount).toBe(0);
+    expect(story.foreignDrains).toEqual([]);
+  });
+
   it("parked: since when and until when, from the parking time in force", () => {
     const h = new History().open("s1").close("s1", "idle").completions("s1", ["p1"]);
     const options = { parking: { ttlMs: 90_000, total: 32, perOwner: 8 } };

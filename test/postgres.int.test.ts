@@ -277,24 +277,28 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
       { type: "delegation.dispatched", at: 1, delegation: "d1", owner: "s", goal: "look" },
       { type: "drain", at: 2, session: "s", consumer: "tui-poller" },
       { type: "process.exited", at: 3, process: "p1", exitCode: 0, reason: "exited", output: "a NUL \u0000 and a lone \ud800" },
+      { type: "process.started", at: 4, process: "p2", owner: "s", command: "make \u0000", notify: true, replaces: "p1" },
     ]);
     await log.close();
     const client = new pg.Client({ connectionString: database!.url });
     await client.connect();
     try {
       await client.query(`DROP INDEX ${schema}.events_subject`);
-      await client.query(`ALTER TABLE ${schema}.events DROP COLUMN subject`);
+      await client.query(`DROP INDEX ${schema}.events_replaces`);
+      await client.query(`ALTER TABLE ${schema}.events DROP COLUMN subject, DROP COLUMN replaces`);
       await client.query(`UPDATE ${schema}.meta SET value = '5' WHERE key = 'schema_version'`);
       const reopened = await openLog(target);
-      expect(await reopened.subjectSpan("p1")).toEqual({ first: 1, last: 4 });
+      expect(await reopened.subjectSpan("p1")).toEqual({ first: 1, last: 5 });
+      expect(await reopened.subjectSpan("p2")).toEqual({ first: 5, last: 5 });
       expect(await reopened.subjectSpan("d1")).toEqual({ first: 2, last: 2 });
       expect(await reopened.subjectSpan("s")).toBeUndefined();
       await reopened.close();
-      expect((await client.query(`SELECT seq, subject FROM ${schema}.events ORDER BY seq`)).rows).toEqual([
-        { seq: "1", subject: "p1" },
-        { seq: "2", subject: "d1" },
-        { seq: "3", subject: null },
-        { seq: "4", subject: "p1" },
+      expect((await client.query(`SELECT seq, subject, replaces FROM ${schema}.events ORDER BY seq`)).rows).toEqual([
+        { seq: "1", subject: "p1", replaces: null },
+        { seq: "2", subject: "d1", replaces: null },
+        { seq: "3", subject: null, replaces: null },
+        { seq: "4", subject: "p1", replaces: null },
+        { seq: "5", subject: "p2", replaces: "p1" },
       ]);
       await expect(client.query(`UPDATE ${schema}.events SET at = 2`)).rejects.toThrow(/append-only/);
       await client.query(`SET enable_seqscan = off`);

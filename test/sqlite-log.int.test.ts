@@ -1,4 +1,4 @@
-import { sqliteSubject } from "../src/events/migrations.js";
+import { sqliteReplaces, sqliteSubject } from "../src/events/migrations.js";
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -104,15 +104,20 @@ describe("sqlite log file", () => {
     await log.append([dispatched("d1"), dispatched("d2"), { type: "delegation.completed", at: 3, delegation: "d1", status: "completed", summary: "nul \u0000" }]);
     await log.close();
     const raw = new Database(path);
-    raw.exec(`DROP INDEX events_subject; UPDATE meta SET value = '5' WHERE key = 'schema_version'`);
+    raw.exec(`DROP INDEX events_subject; DROP INDEX events_replaces; UPDATE meta SET value = '5' WHERE key = 'schema_version'`);
     raw.close();
     const reopened = await openLog(path, { create: false });
     expect(await reopened.subjectSpan("d1")).toEqual({ first: 1, last: 3 });
     expect(await reopened.subjectSpan("d2")).toEqual({ first: 2, last: 2 });
     await reopened.close();
     const after = new Database(path, { readonly: true });
-    const plan = after.prepare(`EXPLAIN QUERY PLAN SELECT min(seq) AS first, max(seq) AS last FROM events WHERE ${sqliteSubject} = ?`).all("d1") as { detail: string }[];
-    expect(plan.map((row) => row.detail).join("\n")).toMatch(/USING (COVERING )?INDEX events_subject/);
+    for (const [expression, index] of [
+      [sqliteSubject, "events_subject"],
+      [sqliteReplaces, "events_replaces"],
+    ] as const) {
+      const plan = after.prepare(`EXPLAIN QUERY PLAN SELECT min(seq) AS first, max(seq) AS last FROM events WHERE ${expression} = ?`).all("d1") as { detail: string }[];
+      expect(plan.map((row) => row.detail).join("\n")).toMatch(new RegExp(`USING (COVERING )?INDEX ${index}`));
+    }
     expect(after.prepare("SELECT value FROM meta WHERE key = 'schema_version'").pluck().get()).toBe("6");
     after.close();
   });

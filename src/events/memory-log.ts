@@ -11,6 +11,7 @@ import {
   applyInline,
   checkProjections,
   checkpointsKept,
+  replacesOf,
   subjectOf,
   type SubjectSpan,
   WriteGate,
@@ -88,7 +89,7 @@ export class MemoryLog implements EventStore {
         if (this.#events.length > eventsBefore) this.#appended.next();
         return result;
       } catch (error) {
-        for (const event of this.#events.slice(eventsBefore)) this.#subjects.get(subjectOf(event) ?? "")?.pop();
+        for (const event of this.#events.slice(eventsBefore)) for (const id of subjectsOf(event)) this.#subjects.get(id)!.pop();
         this.#events.length = eventsBefore;
         for (const [name, rows] of rowsBefore) this.#rows.set(name, rows);
         throw error;
@@ -197,14 +198,21 @@ export class MemoryLog implements EventStore {
     for (const copy of copies) applyInline(this.projections, copy, get, put);
     this.#events.push(...copies);
     for (const copy of copies) {
-      const subject = subjectOf(copy);
-      if (subject === undefined) continue;
-      const seqs = this.#subjects.get(subject) ?? [];
-      this.#subjects.set(subject, seqs);
-      seqs.push(copy.seq);
+      for (const id of subjectsOf(copy)) {
+        const seqs = this.#subjects.get(id) ?? [];
+        this.#subjects.set(id, seqs);
+        seqs.push(copy.seq);
+      }
     }
     for (const [name, rows] of staged) for (const [key, row] of rows) this.#rows.get(name)!.set(key, row);
     if (notify && copies.length > 0) this.#appended.next();
     return copies.map((e) => e.seq);
   }
+}
+
+/** The ids the subject index files an event under: its subject, and the process it replaces. */
+function subjectsOf(event: Stored): string[] {
+  const subject = subjectOf(event);
+  const replaces = replacesOf(event);
+  return subject === undefined ? (replaces === undefined ? [] : [replaces]) : replaces === undefined ? [subject] : [subject, replaces];
 }

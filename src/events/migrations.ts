@@ -12,7 +12,7 @@
 import { randomUUID } from "node:crypto";
 import { sql, type Generated, type Kysely, type RawBuilder } from "kysely";
 import { logError } from "./errors.js";
-import { subjectOf, type AnyInlineProjection, type InlineProjection } from "./store.js";
+import { replacesOf, subjectOf, type AnyInlineProjection, type InlineProjection } from "./store.js";
 import type { Stored } from "./schema.js";
 
 export interface EventsTable {
@@ -176,42 +176,47 @@ export const migrations: readonly Migration[] = [
   },
   {
     // An index of each event's subject (`subjectOf` in store.ts: the process it names, else
-    // the delegation), so `explain` finds an id's first and last event without reading the
-    // log (`subjectSpan`). The events stay as they were appended.
-    // - SQLite computes it from each body as the row goes in: an index on an expression.
+    // the delegation) and of the process a start replaces (R33), so `explain` finds an id's
+    // first and last event without reading the log (`subjectSpan`). The events stay as they
+    // were appended.
+    // - SQLite computes both from each body as the row goes in: indexes on expressions.
     // - PostgreSQL cannot: its JSON parser refuses a body holding "\u0000" or a lone
     //   surrogate anywhere (a child's output may), and an append must never fail for that.
-    //   So the adapter writes the subject in a column of its own, and this step fills that
-    //   column for the events already there, with the append-only trigger held off for it.
+    //   So the adapter writes them in columns of their own, and this step fills those
+    //   columns for the events already there, with the append-only trigger held off for it.
     version: 6,
     async sqlite(db) {
       await sql.raw(`CREATE INDEX IF NOT EXISTS events_subject ON events (${sqliteSubject}, seq)`).execute(db);
+      await sql.raw(`CREATE INDEX IF NOT EXISTS events_replaces ON events (${sqliteReplaces}, seq)`).execute(db);
     },
     async postgres(db, t) {
       const events = t("events");
       await sql`ALTER TABLE ${events} ADD COLUMN IF NOT EXISTS subject text`.execute(db);
+      await sql`ALTER TABLE ${events} ADD COLUMN IF NOT EXISTS replaces text`.execute(db);
       await sql`ALTER TABLE ${events} DISABLE TRIGGER USER`.execute(db);
       // The database parses the bodies it can; the few it cannot are parsed here.
       const unparsable = String.raw`\\u(0000|[dD][89a-fA-F])`;
-      await sql`UPDATE ${events} SET subject = coalesce(body::json ->> 'process', body::json ->> 'delegation')
+      await sql`UPDATE ${events} SET subject = coalesce(body::json ->> 'process', body::json ->> 'delegation'), replaces = body::json ->> 'replaces'
         WHERE subject IS NULL AND body !~ ${unparsable} AND (strpos(body, '"process"') > 0 OR strpos(body, '"delegation"') > 0)`.execute(db);
       for (let after = 0; ; ) {
         const page = await sql<{ seq: string; body: string }>`SELECT seq, body FROM ${events} WHERE body ~ ${unparsable} AND seq > ${after} ORDER BY seq LIMIT 1000`.execute(db);
         for (const row of page.rows) {
-          const subject = subjectOf(JSON.parse(row.body) as Stored);
-          if (subject !== undefined) await sql`UPDATE ${events} SET subject = ${subject} WHERE seq = ${row.seq}`.execute(db);
+          const event = JSON.parse(row.body) as Stored;
+          await sql`UPDATE ${events} SET subject = ${subjectOf(event) ?? null}, replaces = ${replacesOf(event) ?? null} WHERE seq = ${row.seq}`.execute(db);
         }
         if (page.rows.length < 1000) break;
         after = Number(page.rows[page.rows.length - 1]!.seq);
       }
       await sql`ALTER TABLE ${events} ENABLE TRIGGER USER`.execute(db);
       await sql`CREATE INDEX IF NOT EXISTS events_subject ON ${events} (subject, seq) WHERE subject IS NOT NULL`.execute(db);
+      await sql`CREATE INDEX IF NOT EXISTS events_replaces ON ${events} (replaces, seq) WHERE replaces IS NOT NULL`.execute(db);
     },
   },
 ];
 
 /** An event's subject as SQLite computes it from the stored body; a query uses the index only when it says the same expression. */
 export const sqliteSubject = "coalesce(json_extract(body, '$.process'), json_extract(body, '$.delegation'))";
+export const sqliteReplaces = "json_extract(body, '$.replaces')";
 
 /** The index a projection's listing reads, in each dialect (`table` is checked: letters, digits, _). */
 export const listingIndex = {

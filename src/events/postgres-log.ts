@@ -46,6 +46,7 @@ import {
   bodyOf,
   checkProjections,
   checkpointsKept,
+  replacesOf,
   subjectOf,
   type SubjectSpan,
   toStored,
@@ -437,8 +438,10 @@ export class PostgresLog implements EventStore {
   }
 
   async subjectSpan(id: string): Promise<SubjectSpan | undefined> {
-    const found = await sql<{ first: string | null; last: string | null }>`SELECT min(seq) AS first, max(seq) AS last FROM ${this.#layout.table("events")}
-      WHERE subject = ${id}`.execute(this.#db);
+    const events = this.#layout.table("events");
+    const found = await sql<{ first: string | null; last: string | null }>`SELECT min(first) AS first, max(last) AS last FROM (
+      SELECT min(seq) AS first, max(seq) AS last FROM ${events} WHERE subject = ${id}
+      UNION ALL SELECT min(seq), max(seq) FROM ${events} WHERE replaces = ${id}) AS spans`.execute(this.#db);
     const row = found.rows[0];
     return row?.first == null || row.last == null ? undefined : { first: Number(row.first), last: Number(row.last) };
   }
@@ -601,8 +604,9 @@ export class PostgresLog implements EventStore {
     const inline = events.flatMap((e, i) => (this.#inline.has(e.type) ? [toStored({ seq: seqs[i]!, body: bodies[i]! })] : []));
     const upserts = inline.length > 0 ? await evolveRows(tx.run, this.#layout, this.projections, inline, tx.rows) : [];
     const subjects = events.map((e) => subjectOf(e) ?? null);
-    const insert = sql`INSERT INTO ${this.#layout.table("events")} (seq, type, at, body, subject)
-      SELECT * FROM unnest(${seqs}::bigint[], ${events.map((e) => e.type)}::text[], ${events.map((e) => e.at)}::bigint[], ${bodies}::text[], ${subjects}::text[])`;
+    const replaces = events.map((e) => replacesOf(e) ?? null);
+    const insert = sql`INSERT INTO ${this.#layout.table("events")} (seq, type, at, body, subject, replaces)
+      SELECT * FROM unnest(${seqs}::bigint[], ${events.map((e) => e.type)}::text[], ${events.map((e) => e.at)}::bigint[], ${bodies}::text[], ${subjects}::text[], ${replaces}::text[])`;
     const steps = [insert, ...upserts].map((step, i) => sql`${sql.id(`step${i}`)} AS (${step})`);
     // Delivered at COMMIT, and only if the transaction commits; one per transaction however many appends.
     tx.send(sql`WITH ${sql.join(steps)} SELECT pg_notify(${this.#layout.channel}, '')`);

@@ -18,7 +18,7 @@ import { Subject, interval, merge, filter, map, type Observable } from "rxjs";
 import { logError } from "./errors.js";
 import { RecentBodies } from "./recent.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
-import { applicationName, listingIndex, migrate, prepareProjections, sqliteSubject, type LayoutHost, type LogDatabase } from "./migrations.js";
+import { applicationName, listingIndex, migrate, prepareProjections, sqliteReplaces, sqliteSubject, type LayoutHost, type LogDatabase } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { prepareEvents } from "./validate.js";
 import { checkAddressed, ownersOf } from "./addressed.js";
@@ -286,7 +286,10 @@ export class SqliteLog implements EventStore {
       prune.run(kind, kind, checkpointsKept);
     });
     this.#checkpoint = db.prepare("SELECT seq, body FROM checkpoints WHERE kind = ? AND seq < ? ORDER BY seq DESC LIMIT 1");
-    this.#subjectSpan = db.prepare(`SELECT min(seq) AS first, max(seq) AS last FROM events WHERE ${sqliteSubject} = ?`);
+    this.#subjectSpan = db.prepare(
+      `SELECT min(first) AS first, max(last) AS last FROM (SELECT min(seq) AS first, max(seq) AS last FROM events WHERE ${sqliteSubject} = ?
+       UNION ALL SELECT min(seq), max(seq) FROM events WHERE ${sqliteReplaces} = ?)`,
+    );
     this.#mark = db.prepare("INSERT OR IGNORE INTO deliveries (record_seq, sink, delivered_at) VALUES (?, ?, ?)");
     this.#marks = db.prepare("SELECT record_seq FROM deliveries WHERE sink = ? AND record_seq >= ?").pluck();
     const inline = new Set(projections.flatMap((p) => [...p.eventTypes]));
@@ -427,7 +430,7 @@ export class SqliteLog implements EventStore {
 
   async subjectSpan(id: string): Promise<SubjectSpan | undefined> {
     return this.#read(() => {
-      const span = this.#subjectSpan.get(id) as { first: number | null; last: number | null };
+      const span = this.#subjectSpan.get(id, id) as { first: number | null; last: number | null };
       return span.first === null || span.last === null ? undefined : { first: span.first, last: span.last };
     });
   }

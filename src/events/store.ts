@@ -84,9 +84,9 @@ export interface EventStore extends EventLog {
   /** The newest checkpoint of `kind` whose seq is below `before` (any, when left out). */
   checkpoint(kind: string, before?: number): Promise<{ readonly seq: number; readonly body: string } | undefined>;
   /**
-   * The seqs of the first and the last event whose subject (`subjectOf`) is `id`, from an
-   * index the log keeps as it appends: `explain` starts and stops by them without reading
-   * the log. Undefined when no event names it.
+   * The seqs of the first and the last event whose subject (`subjectOf`) is `id`, or that
+   * replaces it (`replacesOf`), from an index the log keeps as it appends: `explain` starts
+   * and stops by them without reading the log. Undefined when no event names it.
    */
   subjectSpan(id: string): Promise<SubjectSpan | undefined>;
   /**
@@ -120,12 +120,18 @@ export interface SubjectSpan {
 /**
  * What an event is about, for the subject index: the process it names, else the delegation
  * (a dispatch record names its members in a list and has no subject). Every adapter indexes
- * exactly this.
+ * exactly this, and `replacesOf`.
  */
 export function subjectOf(event: TurnfoldEvent | Stored): string | undefined {
   const { process, delegation } = event as { process?: unknown; delegation?: unknown };
   if (process !== undefined && process !== null) return typeof process === "string" ? process : undefined;
   return typeof delegation === "string" ? delegation : undefined;
+}
+
+/** The process a start replaces (R33): the subject index finds that process's story here too. */
+export function replacesOf(event: TurnfoldEvent | Stored): string | undefined {
+  const { replaces } = event as { replaces?: unknown };
+  return typeof replaces === "string" ? replaces : undefined;
 }
 
 /** How many checkpoints of one kind a log keeps: the newest, and a few behind it in case it is damaged. */

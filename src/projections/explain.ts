@@ -2,7 +2,9 @@
  * `explain` (R31): for one process or delegation id, its events and what became of each
  * item it made: which turn carried it, or why none did.
  */
+import type { EventLog } from "../events/log.js";
 import type { Stored } from "../events/schema.js";
+import { newestUsable, type EventStore } from "../events/store.js";
 import type { Fate, Note } from "../reducers/decisions.js";
 import { itemKindOf } from "../reducers/model.js";
 import type { Waiting } from "../reducers/query.js";
@@ -60,7 +62,7 @@ function mentions(event: Stored, id: string): boolean {
 export class Explainer {
   readonly #id: string;
   readonly #notes: Note[] = [];
-  readonly #projection: Projection;
+  readonly #projection: Projection | undefined;
   readonly #mentioned: Stored[] = [];
   readonly #ownersAt = new Map<number, readonly string[]>();
   /** The owner a delegation was dispatched with: its owner for every event about it. */
@@ -70,37 +72,104 @@ export class Explainer {
   readonly #waits: WaitTracker;
   /** The id's items, by the seq that made them: what the tracker keeps of each. */
   readonly #watches = new Map<number, Watch>();
+  /** The id's items made with no owner (a CLI drain that skips one leaves it for another session). */
+  readonly #unaddressed = new Set<number>();
 
-  constructor(id: string, options: ProjectionOptions = {}) {
+  /** The turns that carried the id and have not been seen recorded yet, by drain seq (`settled`). */
+  readonly #unrecorded = new Map<number, number>();
+  /** The seq of the last event pushed. */
+  #seq = 0;
+  /** Whether a fate or a record of the id came since `settled` last looked. */
+  #changed = true;
+
+  /** `checkpoint`: go on from a fold's checkpoint text (see `Explainer.resume`) instead of the log's start. */
+  constructor(id: string, options: ProjectionOptions = {}, checkpoint?: string) {
     this.#id = id;
-    this.#projection = new Projection({ ...options, trace: (note) => note.member === id && this.#trace(note) });
-    this.#waits = new WaitTracker(this.#projection.query, () => this.#watches.values(), "drains");
+    const traced: ProjectionOptions = { ...options, trace: (note) => note.member === id && this.#trace(note) };
+    this.#projection = checkpoint === undefined ? new Projection(traced) : Projection.resume(traced, checkpoint);
+    this.#waits = new WaitTracker(this.#fold.query, () => this.#watches.values(), "drains");
+  }
+
+  /**
+   * An explainer that goes on from a checkpoint of the fold (`Projection.checkpoint`) taken
+   * before the id's first event, as if it had been pushed every event up to there;
+   * undefined when the text is no good for these options.
+   */
+  static resume(id: string, options: ProjectionOptions, checkpoint: string): Explainer | undefined {
+    const explainer = new Explainer(id, options, checkpoint);
+    return explainer.#projection === undefined ? undefined : explainer;
+  }
+
+  /** Which checkpoints `resume` can take with these options. */
+  static checkpointKind(options: ProjectionOptions = {}): string {
+    return new Projection(options).checkpointKind;
+  }
+
+  get #fold(): Projection {
+    if (this.#projection === undefined) throw new Error("explain: this explainer's checkpoint was not usable (ask Explainer.resume)");
+    return this.#projection;
+  }
+
+  /**
+   * Whether no event after those pushed can change this explanation, given `last`, the seq
+   * of the id's last event (a log's subject index knows it): the explainer is past it, none
+   * of the id's items waits anywhere in the fold, and every turn that carried one has been
+   * seen recorded. Once true it stays true, so a reader may stop there.
+   */
+  settled(last: number): boolean {
+    if (this.#seq < last || this.#unrecorded.size > 0) return false;
+    if (!this.#changed) return false;
+    this.#changed = false;
+    const query = this.#fold.query;
+    for (const itemSeq of this.#watches.keys()) if (query.holds(itemSeq)) return false;
+    return true;
   }
 
   #trace(note: Note): void {
+    this.#changed = true;
     this.#notes.push(note);
     if (note.itemSeq === undefined) return;
     let watch = this.#watches.get(note.itemSeq);
-    if (watch === undefined) this.#watches.set(note.itemSeq, (watch = newWatch()));
-    this.#waits.noted(watch, note.fate);
+    if (watch === undefined) {
+      this.#watches.set(note.itemSeq, (watch = newWatch()));
+      if (note.fate.what === "unaddressed") this.#unaddressed.add(note.itemSeq);
+    }
+    // A CLI drain that skips a polled completion releases an addressed one (it could only
+    // ever go to that session): no drain passes it by after that, as the report counts too.
+    if (note.fate.what === "skipped-for-poll" && !this.#unaddressed.has(note.itemSeq)) this.#waits.end(watch);
+    else this.#waits.noted(watch, note.fate);
   }
 
   /** Folds one event (in seq order). */
   push(event: Stored): void {
     const id = this.#id;
+    const fold = this.#fold;
     const mentioned = mentions(event, id);
-    const before = mentioned && event.type === "process.handed-off" ? this.#projection.query.ownerOf(id) : undefined;
+    const before = mentioned && event.type === "process.handed-off" ? fold.query.ownerOf(id) : undefined;
     const notesBefore = this.#notes.length;
+    if (event.seq >= this.#seq) this.#seq = event.seq;
     if (event.type === "drain") this.#waits.drained(event.session, event.seq);
-    for (const output of this.#projection.push(event)) {
-      if (output.type === "turn" && output.members.includes(id)) this.#turns.push(output);
+    for (const output of fold.push(event)) {
+      if (output.type === "turn" && output.members.includes(id)) {
+        this.#turns.push(output);
+        this.#unrecorded.set(output.seq, (this.#unrecorded.get(output.seq) ?? 0) + 1);
+      }
     }
+    if (mentioned && event.type === "notification.dispatched") this.#recorded(event.drainSeq ?? event.seq);
     if (mentioned) {
       this.#mentioned.push(event);
       const took = this.#notes.some((note, i) => i >= notesBefore && note.itemSeq === event.seq);
       const owners = this.#ownersOf(event, before, took);
       if (owners.length > 0) this.#ownersAt.set(event.seq, owners);
     }
+  }
+
+  /** A record of a turn that carried the id (keyed by its drain's seq) was read. */
+  #recorded(drainSeq: number): void {
+    this.#changed = true;
+    const left = (this.#unrecorded.get(drainSeq) ?? 0) - 1;
+    if (left > 0) this.#unrecorded.set(drainSeq, left);
+    else this.#unrecorded.delete(drainSeq);
   }
 
   /**
@@ -113,7 +182,7 @@ export class Explainer {
     if (event.type === "notification.dispatched") return [event.session];
     if (event.type === "delegation.dispatched") this.#delegationOwner = event.owner;
     if (event.type.startsWith("delegation.")) return this.#delegationOwner === undefined ? [] : [this.#delegationOwner];
-    const after = this.#projection.query.ownerOf(this.#id);
+    const after = this.#fold.query.ownerOf(this.#id);
     const owners = event.type === "process.started" ? [event.owner ?? after] : event.type === "process.exited" ? [event.owner, took ? after : undefined] : [before, after];
     return owners.filter((owner): owner is string => owner !== undefined);
   }
@@ -127,7 +196,7 @@ export class Explainer {
   /** End of the history: the story of every item the id made. */
   finish(): Explanation {
     const id = this.#id;
-    for (const output of this.#projection.finish()) {
+    for (const output of this.#fold.finish()) {
       if (output.type === "turn" && output.members.includes(id)) this.#turns.push(output);
     }
     const stories = new Map<string, { itemSeq: number | undefined; fates: (Fate & { seq: number })[] }>();
@@ -137,7 +206,7 @@ export class Explainer {
       story.fates.push({ ...note.fate, seq: note.seq });
       stories.set(key, story);
     }
-    const query = this.#projection.query;
+    const query = this.#fold.query;
     const items = [...stories.values()].map((story): ItemStory => {
       const last = story.fates[story.fates.length - 1];
       const turn = last?.what === "dispatched" ? this.#turns.find((t) => t.seq === last.seq) : undefined;
@@ -163,4 +232,58 @@ export function explain(events: Iterable<Stored>, id: string, options: Projectio
   const explainer = new Explainer(id, options);
   for (const event of events) explainer.push(event);
   return explainer.finish();
+}
+
+/** What `explainLog` read to explain an id. */
+export interface ExplainedFromLog {
+  readonly explanation: Explanation;
+  /** The seq of the checkpoint it started from, 0 when it read from the log's start. */
+  readonly from: number;
+  /** How many events it read. */
+  readonly read: number;
+}
+
+/** What `explainLog` may be told as it goes. */
+export interface ExplainLogOptions {
+  /** Awaited after each page read (a server yields to other requests here). */
+  readonly afterPage?: (read: number) => Promise<void> | void;
+  /** Events per page (default 1000). */
+  readonly pageSize?: number;
+}
+
+/**
+ * `explain` over a log that keeps a subject index and checkpoints (any `openLog` store):
+ * it asks the index where the id's events begin and end, starts from the newest usable
+ * checkpoint before the first, and reads on only until nothing later can change the answer
+ * (`Explainer.settled`). It tells exactly what an explainer pushed the whole log tells. A
+ * log without those (another `EventLog`) is read from its start to its end.
+ */
+export async function explainLog(log: EventLog, id: string, options: ProjectionOptions = {}, reading: ExplainLogOptions = {}): Promise<ExplainedFromLog> {
+  const store = log as Partial<Pick<EventStore, "subjectSpan" | "checkpoint">>;
+  const indexed = typeof store.subjectSpan === "function" ? await store.subjectSpan(id) : undefined;
+  // An id no event names has no story: with an index, nothing to read.
+  if (typeof store.subjectSpan === "function" && indexed === undefined) return { explanation: new Explainer(id, options).finish(), from: 0, read: 0 };
+  const found =
+    indexed !== undefined && typeof store.checkpoint === "function"
+      ? await newestUsable({ checkpoint: (kind, before) => store.checkpoint!(kind, Math.min(before ?? indexed.first, indexed.first)) }, Explainer.checkpointKind(options), (body) =>
+          Explainer.resume(id, options, body),
+        )
+      : undefined;
+  const explainer = found?.value ?? new Explainer(id, options);
+  const from = found?.seq ?? 0;
+  const limit = reading.pageSize ?? 1000;
+  let read = 0;
+  const last = indexed?.last ?? Number.MAX_SAFE_INTEGER;
+  pages: for (let next = from + 1; ; ) {
+    const page = await log.readPage({ from: next, limit });
+    if (page.length === 0) break;
+    for (const event of page) {
+      explainer.push(event);
+      read++;
+      if (explainer.settled(last)) break pages;
+    }
+    next = page[page.length - 1]!.seq + 1;
+    await reading.afterPage?.(read);
+  }
+  return { explanation: explainer.finish(), from, read };
 }

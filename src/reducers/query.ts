@@ -185,9 +185,22 @@ export class FoldQuery {
     }
   }
 
+  /**
+   * Whether the fold still holds the item made by event `itemSeq` anywhere a later event
+   * could move it from: a queue, an inbox, the unaddressed items, the parking lot, or a
+   * gateway window (which time alone flushes).
+   */
+  holds(itemSeq: number): boolean {
+    if (this.locate(itemSeq, noDrains) !== undefined) return true;
+    for (const window of this.#state.gatewayWindows.values()) if (window.items.some((item) => item.seq === itemSeq)) return true;
+    return false;
+  }
+
   /** Where the item made by event `itemSeq` waits, if the fold still holds it. */
   locate(itemSeq: number, drains: ReadonlyMap<string, number>): WaitingItem | undefined {
     for (const found of this.waiting(drains)) if (found.item.seq === itemSeq) return found;
     return undefined;
   }
 }
+
+const noDrains: ReadonlyMap<string, number> = new Map();

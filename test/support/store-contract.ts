@@ -161,7 +161,7 @@ export function describeStoreContract(adapter: Adapter): void {
       await log.close();
     });
 
-    it("finds the first and the last event of a process or delegation from its subject index, a child's NUL in the output included", async () => {
+    it("finds the first and the last event of a process or delegation from its subject index (a start that replaces it included), a child's NUL in the output too", async () => {
       const log = await adapter.open();
       expect(await log.subjectSpan("p1")).toBeUndefined();
       await log.append([
@@ -189,6 +189,10 @@ export function describeStoreContract(adapter: Adapter): void {
       expect(await log.subjectSpan("p1")).toEqual({ first: 2, last: 7 });
       await log.append([{ type: "process.consumed", at: 7, process: "p1", act: "log" }]);
       expect(await log.subjectSpan("p1")).toEqual({ first: 2, last: 10 });
+      // A start that replaces p1 (R33) is filed under both.
+      await log.append([{ type: "process.started", at: 8, process: "p3", owner: "s", command: "make", notify: true, replaces: "p1" }]);
+      expect(await log.subjectSpan("p1")).toEqual({ first: 2, last: 11 });
+      expect(await log.subjectSpan("p3")).toEqual({ first: 11, last: 11 });
       await log.close();
     });
 
