@@ -3,6 +3,7 @@
  * readers that need only the fold's present (the hook, `turnfold mcp`, `serve`) start from
  * the newest one that suits them, on real SQLite files.
  */
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { firstValueFrom, filter, take, toArray } from "rxjs";
@@ -19,6 +20,8 @@ import { replay } from "../src/projections/replay.js";
 import { readHistory } from "../src/mcp/recovery.js";
 import { spawnSync } from "node:child_process";
 import { tempDir } from "./support/tmp.js";
+import { cli } from "./support/cli.js";
+import { explain, explainLog, type ExplainSource } from "../src/projections/explain.js";
 import { createService } from "../src/service/server.js";
 import { call, producerToken } from "./support/serve.js";
 
@@ -207,6 +210,57 @@ describe("checkpoints in the log", () => {
     expect(read).toBeLessThan(600);
     expect(await readHistory(counted, "quiet")).toEqual({ known: true, lastIndex: 0, lost: [] });
     await log.close();
+  });
+
+  it("explain reads an id's stretch of the log: from the checkpoint before its first event (found in the subject index) up to its recorded turn, and tells what a read of the whole log tells", async () => {
+    const { db, log } = await fresh([{ type: "session.opened", at: 0, session: "s", surface: "tui" }, ...rounds("s", 3000)]);
+    await emittedUntilIdle(log, { pollMs: 1, checkpointEvery: 100 });
+    for (let i = 0; i < 100 && (await log.checkpoint(kind)) === undefined; i++) await new Promise((r) => setTimeout(r, 20));
+    const checkpoint = (await log.checkpoint(kind))!.seq;
+    await log.append(rounds("s", 5, 3000));
+    await emittedUntilIdle(log, { fromCheckpoint: true, pollMs: 1, checkpointEvery: 0 });
+    let read = 0;
+    const counted: ExplainSource = {
+      readPage: async (options) => {
+        const page = await log.readPage(options);
+        read += page.length;
+        return page;
+      },
+      subjectSpan: (id) => log.subjectSpan(id),
+      checkpoint: (k, before) => log.checkpoint(k, before),
+    };
+    const all = await readAll(log);
+    expect(all.length).toBeGreaterThan(9_000);
+    // A recent item: from the checkpoint, up to the record of its turn.
+    const recent = await explainLog(counted, "s.3002", {});
+    expect(recent.from).toBe(checkpoint);
+    expect(recent.explanation).toEqual(explain(all, "s.3002"));
+    expect(recent.explanation.items[0]!.turn?.members).toEqual(["s.3002"]);
+    expect(read).toBeLessThan(20);
+    const recordOf = (id: string) => all.find((e) => e.type === "notification.dispatched" && e.members.includes(id))!.seq;
+    expect(recent.from + recent.read).toBe(recordOf("s.3002"));
+    // An old one, before any checkpoint kept: from the start, and only as far as its record
+    // (which a runner catching up wrote with 2,000 others, after the events it had folded).
+    const old = await explainLog(counted, "s.10", {});
+    expect(old.from).toBe(0);
+    expect(old.explanation).toEqual(explain(all, "s.10"));
+    expect(old.read).toBe(recordOf("s.10"));
+    expect(old.read).toBeLessThan(all.length - 1000);
+    // An id no event names reads nothing.
+    read = 0;
+    expect((await explainLog(counted, "nobody", {})).explanation.events).toEqual([]);
+    expect(read).toBe(0);
+    await log.close();
+    // The command on the SQLite file says what it says of the whole log exported to JSONL.
+    const exported = join(dir, "explain-export.jsonl");
+    const dump = cli(["export", "--db", db]);
+    expect(dump.code).toBe(0);
+    writeFileSync(exported, dump.stdout);
+    for (const id of ["s.3002", "s.10"]) {
+      const fromLog = cli(["explain", db, id, "--json"]);
+      expect(fromLog.code, fromLog.stderr).toBe(0);
+      expect(fromLog.stdout).toBe(cli(["explain", exported, id, "--json"]).stdout);
+    }
   });
 
   it("serve starts from its own checkpoint (grants, revocations, ownership) and reads only what came after; a damaged one is passed over, with the same answers", async () => {

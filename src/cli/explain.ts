@@ -1,7 +1,8 @@
 import type { Command } from "commander";
-import { Explainer } from "../projections/explain.js";
+import { Explainer, explainLog, type Explanation } from "../projections/explain.js";
+import type { ProjectionOptions } from "../projections/project.js";
 import { explanationText } from "../render/explain.js";
-import { openHistory } from "./load-session.js";
+import { openHistory, openIndexedLog } from "./load-session.js";
 import { runCommand, writeOut } from "./io.js";
 import { progress } from "./style.js";
 import { budgetOption, foldOptions, logToRead, outputTailOption, readLogOption, staleAfterOption } from "./options.js";
@@ -23,19 +24,38 @@ export function explainCommand(program: Command): void {
       const file = logToRead(command, second === undefined ? undefined : first, options.db);
       const id = second ?? first;
       return runCommand(async () => {
-        const history = await openHistory(file);
-        const explainer = new Explainer(id, foldOptions(options));
-        // On a terminal, a bar on stderr while the log is read (explain reads all of it).
-        const bar = progress(history.size ?? 0, "explaining");
-        let read = 0;
-        for await (const page of history.pages) {
-          for (const event of page) explainer.push(event);
-          bar.tick((read += page.length));
-        }
-        bar.done();
-        const explanation = explainer.finish();
+        const explanation = await explainFile(file, id, foldOptions(options));
         await writeOut(options.json ? JSON.stringify(explanation) + "\n" : explanationText(explanation) + "\n");
         return explanation.events.length === 0 ? 1 : 0;
       });
     });
+}
+
+/**
+ * A SQLite log or a PostgreSQL URL is read where the id's story is (`explainLog`: from the
+ * checkpoint before its first event, as far as its fate needs); a JSONL file, which has no
+ * index, from its start to its end. On a terminal, a bar on stderr while it reads.
+ */
+async function explainFile(file: string, id: string, options: ProjectionOptions): Promise<Explanation> {
+  const indexed = await openIndexedLog(file);
+  if (indexed !== undefined) {
+    const bar = progress(indexed.size, "explaining");
+    try {
+      const { explanation } = await explainLog(indexed.source, id, options, { afterPage: (read) => bar.tick(read) });
+      return explanation;
+    } finally {
+      bar.done();
+      await indexed.close();
+    }
+  }
+  const history = await openHistory(file);
+  const explainer = new Explainer(id, options);
+  const bar = progress(history.size ?? 0, "explaining");
+  let read = 0;
+  for await (const page of history.pages) {
+    for (const event of page) explainer.push(event);
+    bar.tick((read += page.length));
+  }
+  bar.done();
+  return explainer.finish();
 }

@@ -10,6 +10,7 @@ import { isPostgresUrl, redactUrl } from "../events/urls.js";
 import { openLog } from "../open.js";
 import { formatProblem, isValidEvent, validateEvent } from "../events/validate.js";
 import { InputError, requireFile } from "./io.js";
+import type { ExplainSource } from "../projections/explain.js";
 
 const sqliteMagic = "SQLite format 3\0";
 const pageSize = 5000;
@@ -59,13 +60,42 @@ export async function openHistory(path: string, shown = path): Promise<History> 
   return { size: undefined, hasRecords: async () => undefined, pages: jsonlPages(path, shown) };
 }
 
-async function* logPages(log: Awaited<ReturnType<typeof openLog>>, path: string): AsyncGenerator<readonly Stored[]> {
-  // A log written by another tool may hold rows turnfold never checked.
-  const check = (event: Stored): void => {
+/** Checks an event read from a log: a log written by another tool may hold rows turnfold never checked. */
+function checker(path: string): (event: Stored) => void {
+  return (event) => {
     if (isValidEvent(event)) return;
     const checked = validateEvent(event, `seq ${event.seq}`);
     if (!checked.ok) throw new InputError(`${redactUrl(path)} holds an invalid event: ${formatProblem(checked.problems[0]!)}`);
   };
+}
+
+/** A log (not a JSONL file) opened for reads that go where they need (explain): its pages checked as `openHistory`'s are, its subject index, its checkpoints. */
+export interface IndexedLog {
+  readonly source: ExplainSource;
+  /** The highest seq (for a progress bar). */
+  readonly size: number;
+  close(): Promise<void>;
+}
+
+/** Opens `path` as an `IndexedLog` when it is a SQLite file or a PostgreSQL URL; undefined for a JSONL file. */
+export async function openIndexedLog(path: string): Promise<IndexedLog | undefined> {
+  if (!isPostgresUrl(path) && !looksLikeSqlite(path)) return undefined;
+  const log = await openLog(path, { create: false });
+  const check = checker(path);
+  const source: ExplainSource = {
+    readPage: async (options) => {
+      const page = await log.readPage(options);
+      page.forEach(check);
+      return page;
+    },
+    subjectSpan: (id) => log.subjectSpan(id),
+    checkpoint: (kind, before) => log.checkpoint(kind, before),
+  };
+  return { source, size: await log.lastSeq(), close: () => log.close() };
+}
+
+async function* logPages(log: Awaited<ReturnType<typeof openLog>>, path: string): AsyncGenerator<readonly Stored[]> {
+  const check = checker(path);
   try {
     if (log.scanPages) {
       // Synchronous pages straight from the file (SQLite): no promise per event.

@@ -243,6 +243,9 @@ export interface ExplainedFromLog {
   readonly read: number;
 }
 
+/** What `explainLog` reads: pages of a log, and where the log keeps them, its subject index and its checkpoints (any `openLog` store). */
+export type ExplainSource = Pick<EventLog, "readPage"> & Partial<Pick<EventStore, "subjectSpan" | "checkpoint">>;
+
 /** What `explainLog` may be told as it goes. */
 export interface ExplainLogOptions {
   /** Awaited after each page read (a server yields to other requests here). */
@@ -258,8 +261,8 @@ export interface ExplainLogOptions {
  * (`Explainer.settled`). It tells exactly what an explainer pushed the whole log tells. A
  * log without those (another `EventLog`) is read from its start to its end.
  */
-export async function explainLog(log: EventLog, id: string, options: ProjectionOptions = {}, reading: ExplainLogOptions = {}): Promise<ExplainedFromLog> {
-  const store = log as Partial<Pick<EventStore, "subjectSpan" | "checkpoint">>;
+export async function explainLog(log: ExplainSource, id: string, options: ProjectionOptions = {}, reading: ExplainLogOptions = {}): Promise<ExplainedFromLog> {
+  const store = log;
   const indexed = typeof store.subjectSpan === "function" ? await store.subjectSpan(id) : undefined;
   // An id no event names has no story: with an index, nothing to read.
   if (typeof store.subjectSpan === "function" && indexed === undefined) return { explanation: new Explainer(id, options).finish(), from: 0, read: 0 };

@@ -1,14 +1,15 @@
 /** `GET /v1/sessions/:key/explain/:id`: what became of a process's or delegation's items, as far as they were this session's. */
-import { Explainer } from "../../projections/explain.js";
+import { explainLog } from "../../projections/explain.js";
 import { explanationText } from "../../render/explain.js";
 import { requireReader, routeConfig, type ServiceContext } from "../context.js";
 import type { Stored } from "../../events/schema.js";
 import { HttpError } from "../http.js";
 
 /**
- * How many explains one token may have running at once. An explain folds the log from its
- * start, so a token that sent many at once would hold the server's reads for everyone;
- * past this it gets 429 at once, and tries again.
+ * How many explains one token may have running at once. An explain reads from a checkpoint
+ * before the id's first event, and a listing the whole log, so a token that sent many at
+ * once would hold the server's reads for everyone; past this it gets 429 at once, and tries
+ * again.
  */
 export const explainsPerToken = 1;
 
@@ -52,11 +53,12 @@ export async function foldWholeLog(context: ServiceContext, push: (event: Stored
 export function explainRoutes(context: ServiceContext): void {
   context.app.get<{ Params: { key: string; id: string } }>("/v1/sessions/:key/explain/:id", routeConfig("session"), async (request) => {
     const reader = requireReader(context, request);
-    const explainer = new Explainer(request.params.id);
-    await wholeLogRead(context, reader.token.hash, () => foldWholeLog(context, (event) => explainer.push(event)));
+    // From the checkpoint before the id's first event, as far as its fate needs (explainLog),
+    // yielding to other requests after each page.
+    const { explanation } = await wholeLogRead(context, reader.token.hash, () => explainLog(context.log, request.params.id, {}, { afterPage: () => new Promise((resolve) => setImmediate(resolve)) }));
     // The service's one filter: this session's own runs, items and turns; another
     // session's use of the same id is as invisible as an id nobody used.
-    const own = context.authority.explanationFor(reader.reach(), explainer.finish());
+    const own = context.authority.explanationFor(reader.reach(), explanation);
     if (own === undefined) throw new HttpError(404, { error: "no such item in this session" });
     const { ownersAt: _owners, ...shown } = own;
     return { ...shown, text: explanationText(own) };
