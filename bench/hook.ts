@@ -2,7 +2,8 @@
  * The live entry points on a short log and a long one, as a user runs them: the Stop hook's
  * answer, from its process's start to its exit, with a turn ready, with its session's
  * `turnfold mcp` running (the hook asks it to drain: hook-socket.ts) and without (the hook
- * folds from the log's checkpoint); `mcp` answering `initialize`; `serve` ready. Baselines
+ * folds from the log's checkpoint); `mcp` answering `initialize`; `explain` of the item the
+ * hook handed over last; `serve` ready. Baselines
  * in the same run: the short log, and `node -e 0`.
  */
 import { spawn } from "node:child_process";
@@ -106,7 +107,7 @@ async function serveReady(db: string): Promise<{ first: number; ready: number }>
 }
 
 /** Median hook answers on a log of `events` events, with the session's server running and without. */
-async function hookTimes(dir: string, events: number): Promise<{ served: number; alone: number; initialize: number; serve: { first: number; ready: number } }> {
+async function hookTimes(dir: string, events: number): Promise<{ served: number; alone: number; initialize: number; explain: number; serve: { first: number; ready: number } }> {
   const db = join(dir, `log-${events}.sqlite`);
   await filled(db, events);
   const serve = await serveReady(db);
@@ -132,10 +133,13 @@ async function hookTimes(dir: string, events: number): Promise<{ served: number;
       await new Promise((r) => setTimeout(r, 20));
     }
     await log.close();
+    return id;
   };
   const stop = JSON.stringify({ session_id: "bench-hook", hook_event_name: "Stop", stop_hook_active: false });
+  // The newest job the hook handed over: the recent item `explain` is asked about.
+  let recent = "";
   const hook = async () => {
-    await ready();
+    recent = await ready();
     const run = await timed([cli, "hook", "claude-code", "--db", db], env, stop);
     if (!run.stdout.includes("done")) throw new Error(`the hook handed no turn over: ${run.stdout}`);
     return run.ms;
@@ -152,8 +156,15 @@ async function hookTimes(dir: string, events: number): Promise<{ served: number;
     if (!run.stdout.includes("done")) throw new Error(`the hook handed no turn over: ${run.stdout}`);
     alone.push(run.ms);
   }
+  // `explain` of that recent item (from the checkpoint before its first event, to its recorded turn).
+  const explains: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const run = await timed([cli, "explain", db, recent, "--json"], env);
+    if (!run.stdout.includes('"what":"dispatched"')) throw new Error(`explain found no turn for ${recent}: ${run.stdout.slice(0, 300)}`);
+    explains.push(run.ms);
+  }
   await client.close();
-  return { served: median(served), alone: median(alone), initialize: median(starts), serve };
+  return { served: median(served), alone: median(alone), initialize: median(starts), explain: median(explains), serve };
 }
 
 export async function hookBench(): Promise<Row[]> {
@@ -204,6 +215,14 @@ export async function hookBench(): Promise<Row[]> {
         ratio: long.serve.first / short.serve.first,
         target: "–",
         pass: undefined,
+      },
+      {
+        name: "explain of a recent item (CLI, from the checkpoint before its first event): log of 10^6 events",
+        value: `${fmt(long.explain)} ms`,
+        baseline: `log of 10^3: ${fmt(short.explain)} ms`,
+        ratio: long.explain / short.explain,
+        target: "≤ 2",
+        pass: long.explain / short.explain <= 2,
       },
       {
         name: "hook answer with no server (it folds from the log's checkpoint): log of 10^6 events",
