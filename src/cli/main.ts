@@ -6,7 +6,7 @@ import { Command, CommanderError } from "commander";
 /**
  * Each command's module, loaded on demand: a command run by name loads only its own (and
  * what it needs), so a hook or `replay` does not pay for the service, the MCP SDK or the
- * report's page. Help, a misspelt command, or no command load them all. The order is the
+ * report's page; `--version` loads none. Help, a misspelt command, or no command load them all. The order is the
  * order `--help` lists them in.
  */
 const commands: readonly { readonly names: readonly string[]; readonly load: () => Promise<(program: Command) => void> }[] = [
@@ -47,8 +47,11 @@ const program = new Command("turnfold")
   .showHelpAfterError("(add --help for this command's usage; turnfold help lists the commands)")
   .exitOverride();
 
-const named = commands.find((c) => c.names.includes(process.argv[2] ?? ""));
-for (const command of named !== undefined ? [named] : commands) (await command.load())(program);
+const first = process.argv[2] ?? "";
+const named = commands.find((c) => c.names.includes(first));
+// `--version` needs no command at all; help and anything unknown need every one.
+const version = process.argv.length === 3 && (first === "--version" || first === "-V");
+if (!version) for (const command of named !== undefined ? [named] : commands) (await command.load())(program);
 
 // No command at all is bad usage (exit 2), with the help on stderr, as every other misuse.
 if (process.argv.length <= 2) {

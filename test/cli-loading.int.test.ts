@@ -1,0 +1,48 @@
+/**
+ * Each command loads only what it needs (issue 46): a module resolve hook, registered in the
+ * real command's process, lists every file it loads.
+ */
+import { spawnSync } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { cliEntry } from "./support/cli.js";
+import { tempDir } from "./support/tmp.js";
+import { join } from "node:path";
+import { openLog } from "../src/open.js";
+
+const dir = tempDir();
+const listing = `data:text/javascript,${encodeURIComponent(
+  `import { register } from "node:module";
+register("data:text/javascript," + encodeURIComponent('export async function resolve(s, c, n) { const r = await n(s, c); if (r.url.startsWith("file:")) process.stderr.write("LOADED " + r.url + "\\\\n"); return r; }'));`,
+)}`;
+
+/** Runs the built command with the listing hook: its exit code, stdout, and the files it loaded. */
+function loads(args: readonly string[], input?: string): { code: number | null; stdout: string; loaded: string[] } {
+  const env = { ...process.env, XDG_STATE_HOME: dir };
+  delete env["TURNFOLD_DB"];
+  const run = spawnSync(process.execPath, ["--import", listing, cliEntry, ...args], { input, encoding: "utf8", env });
+  const loaded = run.stderr.split("\n").flatMap((line) => (line.startsWith("LOADED ") ? [line.slice("LOADED ".length)] : []));
+  return { code: run.status, stdout: run.stdout, loaded };
+}
+
+describe("what each command loads", () => {
+  it("--version loads no command's module at all", () => {
+    const run = loads(["--version"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(run.loaded.filter((url) => url.includes("/dist/src/"))).toEqual([expect.stringMatching(/\/dist\/src\/cli\/main\.js$/)]);
+  });
+
+  it("a hook on a SQLite log, with no server to ask, loads no HTTP server, no MCP SDK and no PostgreSQL driver", async () => {
+    const db = join(dir, "hook.sqlite");
+    const log = await openLog(db);
+    await log.append([{ type: "session.opened", at: 1, session: "s", surface: "tui" }, { type: "process.exited", at: 2, process: "p1", exitCode: 0, reason: "exited", output: "ok", owner: "s" }]);
+    await log.close();
+    const run = loads(["hook", "claude-code", "--db", db], JSON.stringify({ session_id: "s", hook_event_name: "Stop", stop_hook_active: false }));
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("p1");
+    expect(run.loaded.some((url) => url.includes("/node_modules/better-sqlite3/"))).toBe(true);
+    for (const heavy of ["/node_modules/fastify/", "/node_modules/@modelcontextprotocol/", "/node_modules/pg/", "/dist/src/service/server.js", "/dist/src/service/routes/"]) {
+      expect(run.loaded.filter((url) => url.includes(heavy)), heavy).toEqual([]);
+    }
+  });
+});
