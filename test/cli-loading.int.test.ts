@@ -17,7 +17,7 @@ register("data:text/javascript," + encodeURIComponent('export async function res
 
 /** Runs the built command with the listing hook: its exit code, stdout, and the files it loaded. */
 function loads(args: readonly string[], input?: string): { code: number | null; stdout: string; loaded: string[] } {
-  const env = { ...process.env, XDG_STATE_HOME: dir };
+  const env: NodeJS.ProcessEnv = { ...process.env, XDG_STATE_HOME: dir };
   delete env["TURNFOLD_DB"];
   const run = spawnSync(process.execPath, ["--import", listing, cliEntry, ...args], { input, encoding: "utf8", env });
   const loaded = run.stderr.split("\n").flatMap((line) => (line.startsWith("LOADED ") ? [line.slice("LOADED ".length)] : []));

@@ -28,6 +28,8 @@ import {
   bodyOf,
   checkProjections,
   checkpointsKept,
+  replacesOf,
+  subjectOf,
   type SubjectSpan,
   toStored,
   WriteGate,
@@ -259,6 +261,7 @@ export class SqliteLog implements EventStore {
   readonly #saveCheckpoint: (kind: string, seq: number, body: string, at: number) => void;
   readonly #checkpoint: Database.Statement;
   readonly #subjectSpan: Database.Statement;
+  readonly #subjectParts: number;
   readonly #marks: Database.Statement;
   readonly #insertAll: (events: readonly TurnfoldEvent[]) => number[];
   readonly #appendAll: (events: readonly TurnfoldEvent[]) => number[];
@@ -274,7 +277,7 @@ export class SqliteLog implements EventStore {
     this.#rows = rowAccess(db, projections as readonly InlineProjection<unknown>[]);
     // The body is the producer's event as JSON without its seq: the seq column is the index
     // and the truth, and `scanPages` reads bodies alone where seqs are dense.
-    this.#insert = db.prepare("INSERT INTO events (type, at, body) VALUES (?, ?, ?)");
+    this.#insert = db.prepare("INSERT INTO events (type, at, body, subject, replaces) VALUES (?, ?, ?, ?, ?)");
     this.#bodies = db.prepare("SELECT seq, body FROM events WHERE seq >= ? ORDER BY seq LIMIT ?").raw();
     this.#rangeBodies = db.prepare("SELECT body FROM events WHERE seq BETWEEN ? AND ? ORDER BY seq").pluck();
     this.#bodiesOfType = db.prepare("SELECT seq, body FROM events WHERE type = ? AND seq >= ? ORDER BY seq LIMIT ?").raw();
@@ -286,9 +289,13 @@ export class SqliteLog implements EventStore {
       prune.run(kind, kind, checkpointsKept);
     });
     this.#checkpoint = db.prepare("SELECT seq, body FROM checkpoints WHERE kind = ? AND seq < ? ORDER BY seq DESC LIMIT 1");
+    // The subject columns, and for the events a log held when it got them, the expressions
+    // of their bodies that index them (migrations.ts, version 6).
+    const before = db.prepare("SELECT value FROM meta WHERE key = 'subjects_before'").pluck().get() as string | undefined;
+    const spans = ["subject = ?", "replaces = ?", ...(before === undefined ? [] : [`seq <= ${Number(before)} AND ${sqliteSubject} = ?`, `seq <= ${Number(before)} AND ${sqliteReplaces} = ?`])];
+    this.#subjectParts = spans.length;
     this.#subjectSpan = db.prepare(
-      `SELECT min(first) AS first, max(last) AS last FROM (SELECT min(seq) AS first, max(seq) AS last FROM events WHERE ${sqliteSubject} = ?
-       UNION ALL SELECT min(seq), max(seq) FROM events WHERE ${sqliteReplaces} = ?)`,
+      `SELECT min(first) AS first, max(last) AS last FROM (${spans.map((where) => `SELECT min(seq) AS first, max(seq) AS last FROM events WHERE ${where}`).join(" UNION ALL ")})`,
     );
     this.#mark = db.prepare("INSERT OR IGNORE INTO deliveries (record_seq, sink, delivered_at) VALUES (?, ?, ?)");
     this.#marks = db.prepare("SELECT record_seq FROM deliveries WHERE sink = ? AND record_seq >= ?").pluck();
@@ -306,7 +313,7 @@ export class SqliteLog implements EventStore {
       for (let i = 0; i < events.length; i++) {
         const e = events[i]!;
         const body = bodyOf(e);
-        const seq = Number(this.#insert.run(e.type, e.at, body).lastInsertRowid);
+        const seq = Number(this.#insert.run(e.type, e.at, body, subjectOf(e) ?? null, replacesOf(e) ?? null).lastInsertRowid);
         this.#recent.write(seq, body);
         if (inline.has(e.type)) applyInline(this.projections, { ...e, seq } as Stored, this.#rows.get, this.#rows.put);
         seqs[i] = seq;
@@ -430,7 +437,7 @@ export class SqliteLog implements EventStore {
 
   async subjectSpan(id: string): Promise<SubjectSpan | undefined> {
     return this.#read(() => {
-      const span = this.#subjectSpan.get(id, id) as { first: number | null; last: number | null };
+      const span = this.#subjectSpan.get(...Array<string>(this.#subjectParts).fill(id)) as { first: number | null; last: number | null };
       return span.first === null || span.last === null ? undefined : { first: span.first, last: span.last };
     });
   }
