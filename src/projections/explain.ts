@@ -3,6 +3,7 @@
  * item it made: which turn carried it, or why none did.
  */
 import type { EventLog } from "../events/log.js";
+import { fromRecord } from "./dispatch-record.js";
 import type { Stored } from "../events/schema.js";
 import { newestUsable, type EventStore } from "../events/store.js";
 import type { Fate, Note } from "../reducers/decisions.js";
@@ -155,7 +156,7 @@ export class Explainer {
         this.#unrecorded.set(output.seq, (this.#unrecorded.get(output.seq) ?? 0) + 1);
       }
     }
-    if (mentioned && event.type === "notification.dispatched") this.#recorded(event.drainSeq ?? event.seq);
+    if (mentioned && event.type === "notification.dispatched") this.#recorded(fromRecord(event).seq);
     if (mentioned) {
       this.#mentioned.push(event);
       const took = this.#notes.some((note, i) => i >= notesBefore && note.itemSeq === event.seq);
