@@ -92,6 +92,8 @@ export class AgentSession {
   readonly #catchUpMs: number;
   #next: number;
   #runner: Subscription | undefined;
+  /** Set by `close`: no hand-over or drain starts after it. */
+  #closing = false;
   #idleSeq = 0;
   #ready: ReadyItem[] = [];
   /** Seq of the newest item seen ready, so that listeners hear of each new one. */
@@ -272,6 +274,9 @@ export class AgentSession {
    * of now); a push tick goes by the runner's last idle point. One hand-over at a time.
    */
   take(hand: (turns: readonly HandedTurn[]) => Promise<void>, how: TakeOptions): Promise<readonly HandedTurn[]> {
+    // A closing session starts no hand-over: its runner stops once the queue is done, so a
+    // drain appended after that would decide a turn nobody records.
+    if (this.#closing) return Promise.resolve([]);
     const next = this.#queue.then(() => this.#take(hand, how));
     this.#queue = next.catch(() => undefined);
     return next;
@@ -301,6 +306,7 @@ export class AgentSession {
    * its turns are recorded. In line with the hand-overs, one at a time.
    */
   drainFor(consumer: DrainConsumer): Promise<void> {
+    if (this.#closing) return Promise.resolve();
     const next = this.#queue.then(async () => {
       await this.#supervisor.flush();
       await this.#caughtUp(await this.#log.lastSeq());
@@ -328,8 +334,13 @@ export class AgentSession {
    * waits (parked, R13) for a server that resumes the key.
    */
   async close(): Promise<void> {
+    this.#closing = true;
     await this.#supervisor.close();
-    await this.#queue;
+    // What was queued before the close runs to its end, its turns recorded by the runner.
+    for (let queued = this.#queue; ; queued = this.#queue) {
+      await queued;
+      if (queued === this.#queue) break;
+    }
     this.#runner?.unsubscribe();
     await this.#spool.close();
     if (this.#failure === undefined) {
