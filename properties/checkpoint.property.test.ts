@@ -4,21 +4,11 @@
  */
 import { test } from "@fast-check/vitest";
 import fc from "fast-check";
+import { foldSettings } from "./support/fold-settings.js";
 import { expect } from "vitest";
 import type { Note } from "../src/reducers/decisions.js";
 import { histories, suiteSettings } from "../src/arbitraries/index.js";
-import { inspectFold, Projection, type Output, type ProjectionOptions } from "../src/projections/project.js";
-
-/** The fold's settings a checkpoint is tied to, drawn small enough that each of them acts. */
-const foldSettings: fc.Arbitrary<ProjectionOptions> = fc.record(
-  {
-    budget: fc.record({ capacity: fc.integer({ min: 1, max: 3 }), refillMs: fc.constantFrom(1_000, 60_000) }),
-    parking: fc.record({ ttlMs: fc.constantFrom(1_000, 600_000), total: fc.integer({ min: 0, max: 6 }), perOwner: fc.integer({ min: 0, max: 3 }) }),
-    gateway: fc.record({ windowMs: fc.constantFrom(0, 100, 5_000) }),
-    staleAfterMs: fc.constantFrom(5_000, 600_000),
-  },
-  { requiredKeys: [] },
-);
+import { inspectFold, Projection, type Output } from "../src/projections/project.js";
 
 const cases = fc.record({
   events: fc.constantFrom(...suiteSettings).chain((options) => histories(options)),

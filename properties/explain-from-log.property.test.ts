@@ -5,6 +5,7 @@
  */
 import { test } from "@fast-check/vitest";
 import fc from "fast-check";
+import { foldSettings } from "./support/fold-settings.js";
 import { expect, it } from "vitest";
 import { readAll } from "../src/events/log.js";
 import { MemoryLog } from "../src/events/memory-log.js";
@@ -15,15 +16,6 @@ import { toRecord } from "../src/projections/dispatch-record.js";
 import { explain, explainLog } from "../src/projections/explain.js";
 import { Projection, type ProjectionOptions, type Turn } from "../src/projections/project.js";
 
-const foldSettings: fc.Arbitrary<ProjectionOptions> = fc.record(
-  {
-    budget: fc.record({ capacity: fc.integer({ min: 1, max: 3 }), refillMs: fc.constantFrom(1_000, 60_000) }),
-    parking: fc.record({ ttlMs: fc.constantFrom(1_000, 600_000), total: fc.integer({ min: 0, max: 6 }), perOwner: fc.integer({ min: 0, max: 3 }) }),
-    gateway: fc.record({ windowMs: fc.constantFrom(0, 100, 5_000) }),
-    staleAfterMs: fc.constantFrom(5_000, 600_000),
-  },
-  { requiredKeys: [] },
-);
 
 const cases = fc.record({
   events: fc.constantFrom(...suiteSettings).chain((options) => histories(options)),
