@@ -63,7 +63,7 @@ function mentions(event: Stored, id: string): boolean {
 export class Explainer {
   readonly #id: string;
   readonly #notes: Note[] = [];
-  readonly #projection: Projection | undefined;
+  readonly #projection: Projection;
   readonly #mentioned: Stored[] = [];
   readonly #ownersAt = new Map<number, readonly string[]>();
   /** The owner a delegation was dispatched with: its owner for every event about it. */
@@ -83,12 +83,11 @@ export class Explainer {
   /** Whether a fate or a record of the id came since `settled` last looked. */
   #changed = true;
 
-  /** `checkpoint`: go on from a fold's checkpoint text (see `Explainer.resume`) instead of the log's start. */
-  constructor(id: string, options: ProjectionOptions = {}, checkpoint?: string) {
+  /** `start` makes the projection from the options with the explainer's trace (`Explainer.resume` goes on from a checkpoint). */
+  constructor(id: string, options: ProjectionOptions = {}, start: (traced: ProjectionOptions) => Projection = (traced) => new Projection(traced)) {
     this.#id = id;
-    const traced: ProjectionOptions = { ...options, trace: (note) => note.member === id && this.#trace(note) };
-    this.#projection = checkpoint === undefined ? new Projection(traced) : Projection.resume(traced, checkpoint);
-    this.#waits = new WaitTracker(this.#fold.query, () => this.#watches.values(), "drains");
+    this.#projection = start({ ...options, trace: (note) => note.member === id && this.#trace(note) });
+    this.#waits = new WaitTracker(this.#projection.query, () => this.#watches.values(), "drains");
   }
 
   /**
@@ -97,18 +96,14 @@ export class Explainer {
    * undefined when the text is no good for these options.
    */
   static resume(id: string, options: ProjectionOptions, checkpoint: string): Explainer | undefined {
-    const explainer = new Explainer(id, options, checkpoint);
-    return explainer.#projection === undefined ? undefined : explainer;
+    let usable = true;
+    const explainer = new Explainer(id, options, (traced) => Projection.resume(traced, checkpoint) ?? ((usable = false), new Projection(traced)));
+    return usable ? explainer : undefined;
   }
 
   /** Which checkpoints `resume` can take with these options. */
   static checkpointKind(options: ProjectionOptions = {}): string {
     return new Projection(options).checkpointKind;
-  }
-
-  get #fold(): Projection {
-    if (this.#projection === undefined) throw new Error("explain: this explainer's checkpoint was not usable (ask Explainer.resume)");
-    return this.#projection;
   }
 
   /**
@@ -121,7 +116,7 @@ export class Explainer {
     if (this.#seq < last || this.#unrecorded.size > 0) return false;
     if (!this.#changed) return false;
     this.#changed = false;
-    const query = this.#fold.query;
+    const query = this.#projection.query;
     for (const itemSeq of this.#watches.keys()) if (query.holds(itemSeq)) return false;
     return true;
   }
@@ -144,7 +139,7 @@ export class Explainer {
   /** Folds one event (in seq order). */
   push(event: Stored): void {
     const id = this.#id;
-    const fold = this.#fold;
+    const fold = this.#projection;
     const mentioned = mentions(event, id);
     const before = mentioned && event.type === "process.handed-off" ? fold.query.ownerOf(id) : undefined;
     const notesBefore = this.#notes.length;
@@ -183,7 +178,7 @@ export class Explainer {
     if (event.type === "notification.dispatched") return [event.session];
     if (event.type === "delegation.dispatched") this.#delegationOwner = event.owner;
     if (event.type.startsWith("delegation.")) return this.#delegationOwner === undefined ? [] : [this.#delegationOwner];
-    const after = this.#fold.query.ownerOf(this.#id);
+    const after = this.#projection.query.ownerOf(this.#id);
     const owners = event.type === "process.started" ? [event.owner ?? after] : event.type === "process.exited" ? [event.owner, took ? after : undefined] : [before, after];
     return owners.filter((owner): owner is string => owner !== undefined);
   }
@@ -197,7 +192,7 @@ export class Explainer {
   /** End of the history: the story of every item the id made. */
   finish(): Explanation {
     const id = this.#id;
-    for (const output of this.#fold.finish()) {
+    for (const output of this.#projection.finish()) {
       if (output.type === "turn" && output.members.includes(id)) this.#turns.push(output);
     }
     const stories = new Map<string, { itemSeq: number | undefined; fates: (Fate & { seq: number })[] }>();
@@ -207,7 +202,7 @@ export class Explainer {
       story.fates.push({ ...note.fate, seq: note.seq });
       stories.set(key, story);
     }
-    const query = this.#fold.query;
+    const query = this.#projection.query;
     const items = [...stories.values()].map((story): ItemStory => {
       const last = story.fates[story.fates.length - 1];
       const turn = last?.what === "dispatched" ? this.#turns.find((t) => t.seq === last.seq) : undefined;
@@ -263,15 +258,13 @@ export interface ExplainLogOptions {
  * log without those (another `EventLog`) is read from its start to its end.
  */
 export async function explainLog(log: ExplainSource, id: string, options: ProjectionOptions = {}, reading: ExplainLogOptions = {}): Promise<ExplainedFromLog> {
-  const store = log;
-  const indexed = typeof store.subjectSpan === "function" ? await store.subjectSpan(id) : undefined;
+  const indexed = log.subjectSpan === undefined ? undefined : await log.subjectSpan(id);
   // An id no event names has no story: with an index, nothing to read.
-  if (typeof store.subjectSpan === "function" && indexed === undefined) return { explanation: new Explainer(id, options).finish(), from: 0, read: 0 };
+  if (log.subjectSpan !== undefined && indexed === undefined) return { explanation: new Explainer(id, options).finish(), from: 0, read: 0 };
+  const checkpoint = log.checkpoint?.bind(log);
   const found =
-    indexed !== undefined && typeof store.checkpoint === "function"
-      ? await newestUsable({ checkpoint: (kind, before) => store.checkpoint!(kind, Math.min(before ?? indexed.first, indexed.first)) }, Explainer.checkpointKind(options), (body) =>
-          Explainer.resume(id, options, body),
-        )
+    indexed !== undefined && checkpoint !== undefined
+      ? await newestUsable({ checkpoint: (kind, before) => checkpoint(kind, Math.min(before ?? indexed.first, indexed.first)) }, Explainer.checkpointKind(options), (body) => Explainer.resume(id, options, body))
       : undefined;
   const explainer = found?.value ?? new Explainer(id, options);
   const from = found?.seq ?? 0;
