@@ -336,11 +336,9 @@ export class AgentSession {
   async close(): Promise<void> {
     this.#closing = true;
     await this.#supervisor.close();
-    // What was queued before the close runs to its end, its turns recorded by the runner.
-    for (let queued = this.#queue; ; queued = this.#queue) {
-      await queued;
-      if (queued === this.#queue) break;
-    }
+    // What was queued before the close runs to its end, its turns recorded by the runner
+    // (nothing is queued after it: take and drainFor start nothing once it has begun).
+    await this.#queue;
     this.#runner?.unsubscribe();
     await this.#spool.close();
     if (this.#failure === undefined) {
