@@ -212,7 +212,5 @@ export class MemoryLog implements EventStore {
 
 /** The ids the subject index files an event under: its subject, and the process it replaces. */
 function subjectsOf(event: Stored): string[] {
-  const subject = subjectOf(event);
-  const replaces = replacesOf(event);
-  return subject === undefined ? (replaces === undefined ? [] : [replaces]) : replaces === undefined ? [subject] : [subject, replaces];
+  return [subjectOf(event), replacesOf(event)].filter((id) => id !== undefined);
 }

@@ -261,7 +261,6 @@ export class SqliteLog implements EventStore {
   readonly #saveCheckpoint: (kind: string, seq: number, body: string, at: number) => void;
   readonly #checkpoint: Database.Statement;
   readonly #subjectSpan: Database.Statement;
-  readonly #subjectParts: number;
   readonly #marks: Database.Statement;
   readonly #insertAll: (events: readonly TurnfoldEvent[]) => number[];
   readonly #appendAll: (events: readonly TurnfoldEvent[]) => number[];
@@ -292,8 +291,7 @@ export class SqliteLog implements EventStore {
     // The subject columns, and for the events a log held when it got them, the expressions
     // of their bodies that index them (migrations.ts, version 6).
     const before = db.prepare("SELECT value FROM meta WHERE key = 'subjects_before'").pluck().get() as string | undefined;
-    const spans = ["subject = ?", "replaces = ?", ...(before === undefined ? [] : [`seq <= ${Number(before)} AND ${sqliteSubject} = ?`, `seq <= ${Number(before)} AND ${sqliteReplaces} = ?`])];
-    this.#subjectParts = spans.length;
+    const spans = ["subject = @id", "replaces = @id", ...(before === undefined ? [] : [`seq <= ${Number(before)} AND ${sqliteSubject} = @id`, `seq <= ${Number(before)} AND ${sqliteReplaces} = @id`])];
     this.#subjectSpan = db.prepare(
       `SELECT min(first) AS first, max(last) AS last FROM (${spans.map((where) => `SELECT min(seq) AS first, max(seq) AS last FROM events WHERE ${where}`).join(" UNION ALL ")})`,
     );
@@ -428,7 +426,7 @@ export class SqliteLog implements EventStore {
   }
 
   async saveCheckpoint(kind: string, seq: number, body: string, at: number): Promise<void> {
-    await this.#write(() => this.#committed(() => this.#saveCheckpoint(kind, seq, body, at)));
+    await this.#write(() => this.#saveCheckpoint(kind, seq, body, at));
   }
 
   async checkpoint(kind: string, before = Number.MAX_SAFE_INTEGER): Promise<{ readonly seq: number; readonly body: string } | undefined> {
@@ -437,7 +435,7 @@ export class SqliteLog implements EventStore {
 
   async subjectSpan(id: string): Promise<SubjectSpan | undefined> {
     return this.#read(() => {
-      const span = this.#subjectSpan.get(...Array<string>(this.#subjectParts).fill(id)) as { first: number | null; last: number | null };
+      const span = this.#subjectSpan.get({ id }) as { first: number | null; last: number | null };
       return span.first === null || span.last === null ? undefined : { first: span.first, last: span.last };
     });
   }
