@@ -34,10 +34,10 @@ const noContext: ItemContext = Object.freeze({});
  * own exit makes an item. A start while the earlier record has no exit yet (a kill recorded
  * before the start, say) keeps what that record knew of consumption and polls.
  */
-function startedProc(e: Stored<EventOf<"process.started">>, earlier: Proc | undefined): Proc {
+function startedProc(e: Stored<EventOf<"process.started">>, owner: string | undefined, earlier: Proc | undefined): Proc {
   const known = earlier?.exited ? undefined : earlier;
   return {
-    owner: e.owner,
+    owner,
     startedAt: e.at,
     command: e.command,
     ownerTask: e.ownerTask,
@@ -57,7 +57,17 @@ export function processStarted(state: State, e: Stored<EventOf<"process.started"
   const restart = e.replaces !== undefined && supersede(state, e, e.replaces, out);
   // A run that takes over its own id starts afresh: nothing of the run before carries over.
   const known = restart && e.replaces === e.process ? undefined : state.processes.get(e.process);
-  state.processes.set(e.process, startedProc(e, known));
+  state.processes.set(e.process, startedProc(e, keptKey(state, e.owner), known));
+}
+
+/**
+ * A session key as a record that may live long keeps it: the known session's own string,
+ * else the event's. The two are equal, so no answer changes; but a running process then
+ * holds no copy of its owner's key, which the collector would otherwise copy and promote
+ * with every record (docs/performance.md, "Where a replay's fold spends its time").
+ */
+function keptKey(state: State, key: string | undefined): string | undefined {
+  return key === undefined ? undefined : (state.sessions.get(key)?.key ?? key);
 }
 
 /**

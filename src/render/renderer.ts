@@ -53,8 +53,8 @@ export const defaultOutputTail = 2000;
 
 /** The text of a dispatch; each member's output is cut to its last `tail` characters first. */
 export function renderText(dispatch: Dispatch, renderer: Renderer, gateway?: GatewayOptions, tail = defaultOutputTail): string {
-  if (dispatch.items.some((item) => outputOf(item).length > tail)) dispatch = { ...dispatch, items: dispatch.items.map((item) => withTail(item, tail)) };
-  const [first] = dispatch.items;
+  if (longerThan(dispatch.items, tail)) dispatch = { ...dispatch, items: dispatch.items.map((item) => withTail(item, tail)) };
+  const first = dispatch.items[0];
   if (first === undefined) throw new Error("a dispatch always has a live member");
   const several = dispatch.items.length > 1;
   switch (dispatch.kind) {
@@ -75,4 +75,10 @@ export function renderText(dispatch: Dispatch, renderer: Renderer, gateway?: Gat
     case "stale":
       return renderer.stale(dispatch.items, dispatch.staleAt ?? first.event.at);
   }
+}
+
+/** Whether any item's output is longer than `tail` (a loop: this runs for every turn, and a callback would be made for each). */
+function longerThan(items: readonly Item[], tail: number): boolean {
+  for (const item of items) if (outputOf(item).length > tail) return true;
+  return false;
 }
