@@ -64,7 +64,7 @@ export function processStarted(state: State, e: Stored<EventOf<"process.started"
  * A session key as a record that may live long keeps it: the known session's own string,
  * else the event's. The two are equal, so no answer changes; but a running process then
  * holds no copy of its owner's key, which the collector would otherwise copy and promote
- * with every record (docs/performance.md, "Where a replay's fold spends its time").
+ * with every record (docs/performance.md, "Where the replay's fold spends its time").
  */
 function keptKey(state: State, key: string | undefined): string | undefined {
   return key === undefined ? undefined : (state.sessions.get(key)?.key ?? key);
