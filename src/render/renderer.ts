@@ -77,7 +77,7 @@ export function renderText(dispatch: Dispatch, renderer: Renderer, gateway?: Gat
   }
 }
 
-/** Whether any item's output is longer than `tail` (a loop: this runs for every turn, and a callback would be made for each). */
+/** Whether any item's output is longer than `tail`. */
 function longerThan(items: readonly Item[], tail: number): boolean {
   for (const item of items) if (outputOf(item).length > tail) return true;
   return false;
