@@ -6,6 +6,9 @@ export default defineConfig({
     // Real agent hosts: `npm run test:hosts`.
     exclude: ["test/hosts/**", "**/node_modules/**"],
     setupFiles: ["./properties/setup.ts"],
+    globalSetup: ["./test/support/global-setup.ts"],
+    // Each file's time, for scripts/test-times.mjs (`.ci/run` prints the slowest).
+    reporters: ["default", ["json", { outputFile: ".vitest/report.json" }]],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Two files at a time: most of them wait on children, sockets and databases, not the CPU.

@@ -17,6 +17,7 @@ import type { Note } from "../src/reducers/decisions.js";
 import { Fold } from "../src/reducers/fold.js";
 import { createService } from "../src/service/server.js";
 import { call, producerToken } from "../test/support/serve.js";
+import { atLength } from "../test/support/soak.js";
 
 const tenants = ["t0", "t1", "t2"] as const;
 const keyPool = ["t0", "t1", "t2", "t0:2", "t1:2", "t0:2:3", "t0-tab", "t1-tab"];
@@ -218,7 +219,7 @@ const revocationAct: fc.Arbitrary<RevocationAct> = fc.oneof(
 /** Whether `key` is `root` or a key under it (`root:…`), the only way this property's lineages grow. */
 const under = (key: string, root: string) => key === root || key.startsWith(`${root}:`);
 
-test.prop([fc.array(revocationAct, { minLength: 8, maxLength: 36 })], { numRuns: 80 })(
+test.prop([fc.array(revocationAct, { minLength: 8, maxLength: 36 })], { numRuns: atLength(30, 300) })(
   "issue 47: no byte of a session's output reaches a token that lost its reach, on streams held open across reopenings with and without keepTokens",
   async (acts) => {
     const { startPipeline } = await import("../src/service/pipeline.js");

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openLog } from "../src/open.js";
 import { adminUrl, postgresSkipReason, testDatabase } from "./support/postgres.js";
 import { tempDir } from "./support/tmp.js";
+import { atLength } from "./support/soak.js";
 
 const database = await testDatabase();
 const dir = tempDir("turnfold-open-");
@@ -62,13 +63,15 @@ class Openers {
   }
 }
 
-describe("8 processes open one fresh log at once, 20 times over", () => {
+const rounds = atLength(6, 40);
+
+describe(`8 processes open one fresh log at once, ${rounds} times over`, () => {
   const openers = new Openers();
   beforeAll(() => openers.start(8), 60_000);
   afterAll(() => openers.stop());
 
   it("SQLite: every open succeeds, with one layout", async () => {
-    for (let round = 0; round < 20; round++) {
+    for (let round = 0; round < rounds; round++) {
       const file = join(dir, `fresh-${round}.sqlite`);
       expect(await openers.open(file), `round ${round}`).toEqual(Array(8).fill("ok"));
       const log = await openLog(file, { create: false });
@@ -79,7 +82,7 @@ describe("8 processes open one fresh log at once, 20 times over", () => {
 
   describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""}`, () => {
     it("a fresh schema: every open succeeds, with one layout", async () => {
-      for (let round = 0; round < 20; round++) {
+      for (let round = 0; round < rounds; round++) {
         const url = database!.freshLog();
         expect(await openers.open(url), `round ${round}`).toEqual(Array(8).fill("ok"));
         const log = await openLog(url, { create: false });

@@ -13,6 +13,7 @@ import { expectedTurns, judge, runGenerated, withoutSeqs } from "../src/conform/
 import type { Stored } from "../src/events/index.js";
 import { cliAsync, cliEntry } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";
+import { atLength } from "./support/soak.js";
 
 const replayCmd = `"${process.execPath}" "${cliEntry}" replay - --json`;
 const fixture = (name: string) => `"${process.execPath}" "${join(import.meta.dirname, "fixtures", "conform", name)}"`;
@@ -56,7 +57,7 @@ describe("turnfold conform against turnfold replay - --json", () => {
 
   // A child per history: 30 in the test command with a fixed seed, so the case suite and
   // the fold cannot drift apart unnoticed; `npm run test:soak` runs 300.
-  const runs = process.env["TURNFOLD_SOAK"] === "1" ? 300 : 30;
+  const runs = atLength(15, 300);
   it(`agrees on ${runs} generated histories`, async () => {
     // A generous timeout: the whole test command runs beside it, on two cores.
     const args = ["conform", "--runs", String(runs), "--seed", "20261201", "--timeout-ms", "60000", "--cmd", replayCmd, "--json"];
@@ -67,6 +68,17 @@ describe("turnfold conform against turnfold replay - --json", () => {
     expect(report(run.stdout).generated).toMatchObject({ runs, seed: 20261201 });
     expect(run.stderr).toContain(`${runs} generated histories, seed 20261201`);
   }, 300_000);
+});
+
+describe("turnfold conform --group", () => {
+  it("runs only the named rule groups, and names a group the suite lacks with the ones it has", async () => {
+    const run = await cliAsync(["conform", "--cases", smallSuite, "--group", "grouping", "--no-text", "--json", "--cmd", replayCmd]);
+    expect(run.code, run.stderr.slice(-2000)).toBe(0);
+    expect(report(run.stdout).cases!.total).toBe(loadSuite(smallSuite).length);
+    const wrong = await cliAsync(["conform", "--cases", smallSuite, "--group", "grouping", "nosuch", "--cmd", replayCmd]);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr.trim()).toBe(`turnfold: --group nosuch: no such group in ${smallSuite} (it has grouping)`);
+  });
 });
 
 describe("turnfold conform finds what a wrong implementation gets wrong", () => {

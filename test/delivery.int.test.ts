@@ -14,10 +14,9 @@ import type { DispatchedTurn } from "../src/sinks/sink.js";
 import { child as spawnChild } from "./support/child.js";
 import { headerRecorder } from "./support/header-recorder.js";
 import { tempDir } from "./support/tmp.js";
+import { soak } from "./support/soak.js";
 
 const dir = tempDir();
-/** `npm run test:soak` sets TURNFOLD_SOAK=1: the same trials, at soak length. */
-const soak = process.env["TURNFOLD_SOAK"] === "1";
 let n = 0;
 const fresh = () => join(dir, `delivery-${n++}.sqlite`);
 const fixture = (name: string) => join(import.meta.dirname, "fixtures", name);
@@ -58,9 +57,9 @@ describe("claim race across processes (R25, R26)", () => {
 });
 
 describe("the relay", () => {
-  // 25 kills in the test command (a relay process each: about 1.5 s a trial here);
+  // 8 kills in the test command (a relay process each: about 1.5 s a trial here);
   // `npm run test:soak` kills it 1,000 times.
-  const trials = soak ? 1000 : 25;
+  const trials = soak ? 1000 : 8;
   it(`survives SIGKILL at random moments over ${trials} trials: every record arrives, once after dropping repeats by key`, async () => {
     // Enough records that the last relay still has work after every kill: 1,000 trials
     // delivered more than 8,000 between them.

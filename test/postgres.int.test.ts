@@ -16,6 +16,7 @@ import { pendingDelegations } from "./support/delegations.js";
 import { History } from "./support/history.js";
 import { adminUrl, postgresSkipReason, sweepLeftovers, testDatabase } from "./support/postgres.js";
 import { spawnSync } from "node:child_process";
+import { atLength } from "./support/soak.js";
 
 const database = await testDatabase();
 const fixture = (name: string) => join(import.meta.dirname, "fixtures", name);
@@ -76,10 +77,11 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
     expect(events.filter((e, i) => i > 0 && e.writer !== events[i - 1]!.writer).length).toBeGreaterThan(3);
   }, 120_000);
 
+  const killTrials = atLength(4, 40);
   it("writers killed with SIGKILL at random moments leave whole batches only, and appending goes on", async () => {
     const target = url();
     await (await openLog(target)).close();
-    for (let trial = 0; trial < 8; trial++) {
+    for (let trial = 0; trial < killTrials; trial++) {
       const run = appender(target, `t${trial}`, 0, 97);
       await run.ready;
       await new Promise((r) => setTimeout(r, 20 + Math.random() * 80));
@@ -94,8 +96,8 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
     await log.close();
   }, 120_000);
 
-  // 400 delegations in the test command; `npm run test:soak` races for 1,000.
-  const delegations = process.env["TURNFOLD_SOAK"] === "1" ? 1000 : 400;
+  // 200 delegations in the test command; `npm run test:soak` races for 1,000.
+  const delegations = atLength(200, 1000);
   it(`4 processes racing for ${delegations} delegations (two claiming listed rows, two with claimNext) deliver each exactly once, none left pending`, async () => {
     const target = url();
     const log = await openLog(target);
@@ -116,6 +118,7 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
     await log.close();
   }, 180_000);
 
+  const restarts = atLength(6, 30);
   it("live runners killed and restarted at random while events arrive record every decision exactly once", async () => {
     const target = url();
     const h = new History();
@@ -136,7 +139,7 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
     await Promise.all(runners.map((r) => r.ready));
     let kills = 0;
     const chaos = (async () => {
-      for (let round = 0; round < 12; round++) {
+      for (let round = 0; round < restarts; round++) {
         await new Promise((r) => setTimeout(r, 60 + Math.random() * 120));
         const i = Math.floor(Math.random() * runners.length);
         runners[i]!.proc.kill("SIGKILL");
@@ -158,7 +161,7 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
     await new Promise((r) => setTimeout(r, 500));
     for (const r of runners) r.proc.kill("SIGTERM");
     await Promise.all(runners.map((r) => r.exited));
-    expect(kills).toBe(12);
+    expect(kills).toBe(restarts);
     const all = await readAll(producer);
     expect(await records()).toHaveLength(expected);
     expect(verifyRecorded(all, replay(all).turns)).toEqual({ ok: true, verdict: "match", turns: expected });

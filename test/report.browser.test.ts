@@ -11,10 +11,9 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";
-import type { TurnfoldEvent } from "../src/events/schema.js";
-import { openLog } from "../src/open.js";
 import { mergeReportParts } from "../src/report/parts.js";
-import { workload } from "../src/testing/workload.js";
+import { atLength } from "./support/soak.js";
+import { workloadLog } from "./support/workload-log.js";
 import { reportPartsOf } from "./support/report-parts.js";
 
 const executablePath = "/usr/bin/chromium";
@@ -234,21 +233,17 @@ describe.skipIf(!available)(`the report of what Claude Code recorded, in Chromiu
 });
 
 describe.skipIf(!available)(`the report at scale, in Chromium (${available ? executablePath : "skipped: no /usr/bin/chromium"})`, () => {
-  it("a page for 10^6 events stays under 40 MB, opens, finds an item by id, key or text, links to it (#item=ID), and pages its list of items without a turn", async () => {
-    const db = join(dir, "million.sqlite");
-    const log = await openLog(db, { allowUnaddressed: true });
-    let batch: TurnfoldEvent[] = [];
-    for (const { seq: _seq, ...event } of workload(1_000_000, 1000)) {
-      batch.push(event as TurnfoldEvent);
-      if (batch.length === 20_000) await log.append(batch.splice(0));
-    }
-    if (batch.length > 0) await log.append(batch);
-    await log.close();
+  // 10^5 events in the test command, 10^6 in `npm run test:soak`; the page's size bound
+  // scales with them (40 MB at 10^6).
+  const total = atLength(100_000, 1_000_000);
+  const pageLimit = (40 * 1024 * 1024 * total) / 1_000_000;
+  it(`a page for ${total.toLocaleString("en-US")} events stays under ${(pageLimit / 1024 / 1024).toFixed(0)} MB, opens, finds an item by id, key or text, links to it (#item=ID), and pages its list of items without a turn`, async () => {
+    const db = await workloadLog(total, join(dir, "million.sqlite"));
     const out = join(dir, "million.html");
     const made = cli(["report", db, "-o", out]);
     expect(made.code, made.stderr).toBe(0);
     const size = statSync(out).size;
-    expect(size).toBeLessThan(40 * 1024 * 1024);
+    expect(size).toBeLessThan(pageLimit);
     const data = mergeReportParts(reportPartsOf(readFileSync(out, "utf8")));
     expect(data.suppressed.length).toBeGreaterThan(1000);
     // An item past the first page whose process made no turn at all (a link opens on the turn that carried it, when there is one).

@@ -13,6 +13,7 @@ const openLog = (path: string, options?: OpenLogOptions) => openAny(path, option
 import { completed, dispatched } from "./support/delegations.js";
 import { describeLogContract, drainEvent } from "./support/log-contract.js";
 import { tempDir } from "./support/tmp.js";
+import { atLength } from "./support/soak.js";
 
 const dir = tempDir();
 let n = 0;
@@ -353,7 +354,7 @@ describe("several processes, one file", () => {
 describe("crash safety", () => {
   // 10 kills in the test command (a writer process each); `npm run test:soak` kills 100,
   // with time to match: a trial takes one to three seconds beside the other soak files.
-  const trials = process.env["TURNFOLD_SOAK"] === "1" ? 100 : 10;
+  const trials = atLength(4, 100);
   it("a writer killed with SIGKILL at random moments leaves whole batches only, and appending goes on", async () => {
     const path = fresh();
     let killedMidRun = 0;

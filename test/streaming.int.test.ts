@@ -5,7 +5,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { closeSync, openSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { EventOf, Stored, TurnfoldEvent } from "../src/events/schema.js";
@@ -20,17 +20,25 @@ import { cli, cliEntry } from "./support/cli.js";
 import { History } from "./support/history.js";
 import { tempDir } from "./support/tmp.js";
 import { slowdown } from "./support/machine.js";
+import { atLength } from "./support/soak.js";
+import { workloadLog } from "./support/workload-log.js";
 import { reportPartsOf } from "./support/report-parts.js";
 
 const dir = tempDir();
-const heapLimitMb = 40;
+/**
+ * The long trial's size and limits. The test command replays 100,000 events under 24 MB;
+ * `npm run test:soak` replays 400,000 under 40 MB, a log larger on disk than that heap.
+ * At either length a reader that held the whole log would run out of heap (checked below).
+ */
+const total = atLength(100_000, 400_000);
+const heapLimitMb = atLength(24, 40);
 /**
  * The report's own limit. Unlike the other commands it keeps what its page shows (every
- * turn, lane and item without a turn), which for this log measures 34 MB live at its peak
- * (`--trace-gc`), the same before and after checkpoints: under 40 MB it ran out of heap in
- * 2 of 4 full runs on a busy 2-core machine, where the collector falls behind.
+ * turn, lane and item without a turn), which for 400,000 events measures 34 MB live at its
+ * peak (`--trace-gc`), the same before and after checkpoints: under 40 MB it ran out of heap
+ * in 2 of 4 full runs on a busy 2-core machine, where the collector falls behind.
  */
-const reportHeapLimitMb = 48;
+const reportHeapLimitMb = atLength(32, 48);
 
 /** A turn as `replay --json` prints it. */
 const jsonLine = (t: Turn) => JSON.stringify({ seq: t.seq, session: t.session, consumer: t.consumer, kind: t.kind, members: t.members, text: t.text });
@@ -49,20 +57,16 @@ async function writeLog(path: string, events: Iterable<TurnfoldEvent>): Promise<
   await log.close();
 }
 
-/** The machine's slowdown now (test/support/machine.ts): the 400,000-event trial's limit scales with it. */
+/** The machine's slowdown now (test/support/machine.ts): the long trial's limit scales with it. */
 const machineSlowdown = slowdown();
 
-const withoutSeq = function* (events: Iterable<Stored>): Generator<TurnfoldEvent> {
-  for (const { seq: _seq, ...event } of events) yield event as TurnfoldEvent;
-};
-
 describe("streaming replay", () => {
-  it(`replays a 400,000-event SQLite log under a ${heapLimitMb} MB heap, turn for turn as the fold over the generator, and explains, verifies, exports and imports it under the same limit, and reports it under ${reportHeapLimitMb} MB`, async () => {
-    const total = 400_000;
-    const path = join(dir, "long.sqlite");
-    await writeLog(path, withoutSeq(workload(total, 1000)));
-    // The log on disk alone is larger than the heap the command may use.
-    expect(statSync(path).size).toBeGreaterThan(heapLimitMb * 1024 * 1024);
+  it(`replays a ${total.toLocaleString("en-US")}-event SQLite log under a ${heapLimitMb} MB heap, turn for turn as the fold over the generator, and explains, verifies, exports and imports it under the same limit, and reports it under ${reportHeapLimitMb} MB`, async () => {
+    const path = await workloadLog(total, join(dir, "long.sqlite"));
+    // A reader that held the whole log could not run under this limit: it runs out of heap.
+    const held = spawnSync(process.execPath, [`--max-old-space-size=${heapLimitMb}`, join(import.meta.dirname, "fixtures", "hold-all.mjs"), path], { encoding: "utf8" });
+    expect(held.status, held.stdout).not.toBe(0);
+    expect(held.stderr).toContain("heap out of memory");
 
     const out = join(dir, "long.jsonl");
     const fd = openSync(out, "w");

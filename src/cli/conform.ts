@@ -14,6 +14,7 @@ interface ConformOptions {
   cmd: string;
   server?: boolean;
   cases?: string | boolean;
+  group?: string[];
   runs?: number;
   seed?: number;
   text: boolean;
@@ -37,6 +38,7 @@ export function conformCommand(program: Command): void {
     .requiredOption("--cmd <command>", "the implementation: a shell command that reads a history as JSONL on stdin and writes its turns as JSONL (the replay --json fields) on stdout")
     .option("--server", "start the command once; it reads histories each ended by a line {\"type\":\"conform.end\"} and answers each with its turns and the same line")
     .option("--cases [dir]", "run the case suite (default: the conformance/ folder shipped with turnfold)")
+    .option("--group <name...>", "with --cases, run only these rule groups (a case file's name without .json: grouping, ownership, …)")
     .option("--runs <n>", "run N generated histories (the property suites' generators), shrinking the first difference", positiveInt)
     .option("--seed <s>", "seed of the generated histories (default: drawn, and printed)", wholeNumber)
     .option("--no-text", "compare structure only (kind, session, members, consumer), never text")
@@ -64,6 +66,7 @@ async function conform(options: ConformOptions): Promise<number> {
       } catch (error) {
         throw new InputError(`--cases ${dir}: ${(error as Error).message}`);
       }
+      suite = onlyGroups(suite, options.group, dir);
       cases = await runCases(impl, suite, {
         text: options.text,
         jobs,
@@ -83,6 +86,15 @@ async function conform(options: ConformOptions): Promise<number> {
   } finally {
     await impl.close();
   }
+}
+
+/** The cases of the named groups; a name the suite lacks is an error that lists the groups it has. */
+function onlyGroups<C extends { group: string }>(suite: C[], groups: readonly string[] | undefined, dir: string): C[] {
+  if (groups === undefined) return suite;
+  const known = [...new Set(suite.map((c) => c.group))];
+  const unknown = groups.filter((g) => !known.includes(g));
+  if (unknown.length > 0) throw new InputError(`--group ${unknown.join(", ")}: no such group in ${dir} (it has ${known.join(", ")})`);
+  return suite.filter((c) => groups.includes(c.group));
 }
 
 function jsonReport(cases: CaseResult[] | undefined, generated: GeneratedResult | undefined): Record<string, unknown> {
