@@ -9,8 +9,11 @@ import { livePathBench } from "./live-path.js";
 import { hookBench } from "./hook.js";
 import { transcriptsBench } from "./transcripts.js";
 import { memoryBench } from "./memory.js";
+import { redactionBench } from "./redaction.js";
 
 const rows: Row[] = [];
+process.stderr.write("measuring the redaction rules (corpora and cost) …\n");
+rows.push(...(await redactionBench()));
 process.stderr.write("measuring append …\n");
 rows.push(...(await appendBench()));
 process.stderr.write("measuring the projection (1,000,000 events; about a minute) …\n");

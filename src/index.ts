@@ -92,4 +92,5 @@ export { ServiceMetrics } from "./service/metrics.js";
 
 // Real processes.
 export { Supervisor, type SupervisorOptions, type StartOptions, type ExitResult, type WaitResult, type LogPage } from "./supervisor/supervisor.js";
-export { createRedactor, defaultRules, redactEvent, type Redactor, type RedactionRule } from "./events/redact.js";
+export { createRedactor, defaultRuleNames, defaultRules, redactEvent, type Redactor, type RedactionRule } from "./events/redact.js";
+export { countByRule, scanText, type ScanHit } from "./events/scan.js";

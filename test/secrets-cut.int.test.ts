@@ -14,6 +14,7 @@ import { procStat } from "../src/ledger/process-identity.js";
 import { OutputSpool, sweepSpools } from "../src/mcp/spool.js";
 import { openLog } from "../src/open.js";
 import { Supervisor } from "../src/supervisor/supervisor.js";
+import { cli } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";
 
 const dir = tempDir("turnfold-cut-");
@@ -52,6 +53,26 @@ describe("output is redacted before it is cut", () => {
       await log.close();
     });
   }
+
+  it("the exit's tail of a job killed while it printed a private key, far past the context, stores none of the key", async () => {
+    const log = await openLog(join(dir, `key-${n++}.sqlite`));
+    const supervisor = new Supervisor({ log });
+    const body = Array.from({ length: 60 }, (_, i) => `K${String(i).padStart(3, "0")}${"Zq8xW3vB7nM1pL5kJ9hG2fD6sA4".repeat(3)}`.slice(0, 64));
+    const file = join(dir, `key-${n++}.txt`);
+    writeFileSync(file, `starting\n-----BEGIN OPENSSH PRIVATE KEY-----\n${body.join("\n")}\n`);
+    // The tail (2,000 characters) starts inside the key, its BEGIN more than 1,024 characters before it, and the key never ends.
+    const id = supervisor.start({ command: `cat '${file}'; exit 3`, owner: "s" });
+    const result = await supervisor.exited(id);
+    await supervisor.flush();
+    expect(result.outputCut).toBeGreaterThan(1024);
+    const stored = JSON.stringify(await readAll(log));
+    for (const line of body) {
+      expect(result.output).not.toContain(line.slice(4, 40));
+      expect(stored).not.toContain(line.slice(4, 40));
+    }
+    await supervisor.close();
+    await log.close();
+  });
 
   it("a heartbeat cut inside a secret stores none of it", async () => {
     const log = await openLog(join(dir, `beat-${n++}.sqlite`));
@@ -167,5 +188,35 @@ describe("the mcp spool", () => {
     const own = make("own", "999999999 1", 2 * 86_400_000);
     expect(sweepSpools(root, own)).toBe(1);
     expect([dead, alive, recent, own].map(existsSync)).toEqual([false, true, true, true]);
+  });
+});
+
+describe("turnfold scan", () => {
+  it("names each place the rules would redact in a file, standard input or a log, by rule and place, never the secret, and exits 1 when it finds one", async () => {
+    const secret = "Sup3rS3cretPw";
+    const text = join(dir, "deploy.log");
+    writeFileSync(text, `step 1\n+ curl -u admin:${secret} https://ci.example.com\nDB_PASSWORD=${secret}\n`);
+    const file = cli(["scan", text]);
+    expect(file.code).toBe(1);
+    expect(file.stdout).toBe(`${text}:2:8  user-password-flag (22 characters)\n${text}:3:1  assignment (25 characters)\n2 places the rules would redact: user-password-flag 1, assignment 1\n`);
+    const stdin = cli(["scan", "-", "--json"], { input: `token: ghp_${"A".repeat(36)}\n` });
+    expect(stdin.code).toBe(1);
+    expect(JSON.parse(stdin.stdout)).toMatchObject({ found: [{ input: "stdin", rule: "github", line: 1, column: 8 }], counts: { github: 1 } });
+    const clean = cli(["scan", "-"], { input: "compiled 12 files\n" });
+    expect(clean).toMatchObject({ code: 0, stdout: "nothing the rules would redact in 1 input\n" });
+    // A log written with redaction off (as an older version's rules left it): found by seq and field.
+    const db = join(dir, "old.sqlite");
+    const old = await openLog(db, { redaction: { off: "a log an older version wrote" } });
+    await old.append([{ type: "process.exited", at: 1, process: "p", exitCode: 1, reason: "exited", output: `ok\nDB_PASSWORD=${secret}`, owner: "s" } as TurnfoldEvent]);
+    await old.close();
+    const log = cli(["scan", db]);
+    expect(log.code).toBe(1);
+    expect(log.stdout).toContain(`${db} seq 1 output:2:1  assignment`);
+    for (const run of [file, stdin, log]) expect(run.stdout + run.stderr).not.toContain(secret);
+    // The docs' way to a redacted copy: export, then import into a new log (each append is redacted).
+    const copy = join(dir, "copy.sqlite");
+    expect(cli(["import", "-", "--db", copy], { input: cli(["export", "--db", db]).stdout }).code).toBe(0);
+    expect(cli(["scan", copy]).code).toBe(0);
+    expect(cli(["scan", join(dir, "missing.txt")])).toMatchObject({ code: 1, stderr: `turnfold: ${join(dir, "missing.txt")}: no such file\n` });
   });
 });

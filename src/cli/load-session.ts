@@ -35,7 +35,7 @@ export interface History {
   readonly records?: () => AsyncIterable<Stored>;
 }
 
-function looksLikeSqlite(path: string): boolean {
+export function looksLikeSqlite(path: string): boolean {
   try {
     if (statSync(path).isDirectory()) return false;
     const fd = openSync(path, "r");

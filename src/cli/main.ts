@@ -23,6 +23,7 @@ const commands: readonly { readonly names: readonly string[]; readonly load: () 
   { names: ["sink"], load: async () => (await import("./sink.js")).sinkCommand },
   { names: ["relay"], load: async () => (await import("./relay.js")).relayCommand },
   { names: ["run", "serve"], load: async () => (await import("./serve.js")).runCommands },
+  { names: ["scan"], load: async () => (await import("./scan.js")).scanCommand },
   { names: ["conform"], load: async () => (await import("./conform.js")).conformCommand },
   { names: ["mcp"], load: async () => (await import("./mcp.js")).mcpCommand },
   { names: ["hook"], load: async () => (await import("./hook.js")).hookCommands },

@@ -4,6 +4,7 @@ import { Subject, type Observable } from "rxjs";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { logError } from "./errors.js";
 import { prepareEvents } from "./validate.js";
+import { OutputContext } from "./redact-stream.js";
 import { checkAddressed, ownersOf } from "./addressed.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
 import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
@@ -47,6 +48,8 @@ export class MemoryLog implements EventStore {
   readonly #appended = new Subject<void>();
   readonly #gate = new WriteGate();
   readonly #redact: Redactor | false;
+  /** Chunked output is redacted with what the same process printed before it. */
+  readonly #output = new OutputContext();
 
   #closed = false;
 
@@ -181,7 +184,7 @@ export class MemoryLog implements EventStore {
 
   #appendNow(events: readonly TurnfoldEvent[], notify = true): number[] {
     if (this.#closed) throw logError("closed", "memory:", "memory: the log is closed: nothing appended");
-    events = prepareEvents(events, this.#redact);
+    events = prepareEvents(events, this.#redact, this.#output);
     const owners = this.#owners;
     if (owners !== undefined) checkAddressed(events, (process) => parse(this.#rows.get(owners.name)!.get(process)));
     // Copy first, so a caller mutating its objects later cannot rewrite history; and

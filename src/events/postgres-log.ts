@@ -39,6 +39,7 @@ import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type Rea
 import { applicationName, listingIndex, migrate, prepareProjections, type LayoutHost } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { prepareEvents } from "./validate.js";
+import { OutputContext } from "./redact-stream.js";
 import { checkAddressed, ownerLookups, ownersOf } from "./addressed.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
 import {
@@ -324,6 +325,8 @@ export class PostgresLog implements EventStore {
   readonly #appended = new Subject<void>();
   readonly #inline: ReadonlySet<string>;
   readonly #redact: Redactor | false;
+  /** Chunked output is redacted with what the same process printed before it. */
+  readonly #output = new OutputContext();
   #listener: Promise<pg.Client | undefined> | undefined;
   #closed = false;
 
@@ -352,12 +355,12 @@ export class PostgresLog implements EventStore {
   async append(events: readonly TurnfoldEvent[]): Promise<readonly number[]> {
     if (events.length === 0) return [];
     // Checked and redacted before the lock is taken: other writers wait only for the write.
-    const prepared = prepareEvents(events, this.#redact);
+    const prepared = prepareEvents(events, this.#redact, this.#output);
     return this.#write((tx) => tx.insert(prepared));
   }
 
   async appendAfter(expectedLastSeq: number, events: readonly TurnfoldEvent[]): Promise<ConditionalAppend> {
-    const prepared = prepareEvents(events, this.#redact);
+    const prepared = prepareEvents(events, this.#redact, this.#output);
     return this.#write(async (tx): Promise<ConditionalAppend> => {
       const lastSeq = await tx.lastSeq();
       if (lastSeq !== expectedLastSeq) return { ok: false, code: "conflict", lastSeq };
@@ -369,7 +372,7 @@ export class PostgresLog implements EventStore {
     return this.#write(async (tx) =>
       body({
         lastSeq: () => tx.lastSeq(),
-        append: (events) => tx.insert(prepareEvents(events, this.#redact)),
+        append: (events) => tx.insert(prepareEvents(events, this.#redact, this.#output)),
         row: async (projection, key) => {
           this.#registered(projection);
           const rows = tx.rows.of(projection.name);

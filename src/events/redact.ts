@@ -1,42 +1,12 @@
+import { defaultRules, redacted, type RedactionRule } from "./redaction-rules.js";
+
 /**
  * Secrets never enter the log. Every adapter passes each event through `redactEvent`
  * before it writes it, whoever appends (the supervisor, `import`, `POST /v1/events`, a
  * library caller), and the supervisor also redacts what it hands back to its caller.
  * The default rules catch the common shapes; an embedder adds its own.
  */
-export interface RedactionRule {
-  readonly name: string;
-  readonly pattern: RegExp;
-  /** Replacement; `$1` etc. refer to the pattern's groups. Default "[redacted]". */
-  readonly replace?: string;
-  /**
-   * A cheap test that every match of `pattern` also passes (the literal text a secret of
-   * this shape must hold): a text that fails it is not scanned with `pattern` at all. A
-   * rule without one is always run.
-   */
-  readonly trigger?: RegExp;
-}
-
-export const redacted = "[redacted]";
-
-/** The secrets redacted by default: bearer tokens, API keys and access tokens, JWTs, credentials in URLs, password assignments. */
-export const defaultRules: readonly RedactionRule[] = [
-  { name: "bearer", pattern: /\b(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi, replace: `$1${redacted}`, trigger: /bearer/i },
-  { name: "basic-auth-url", pattern: /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+@/gi, replace: `$1${redacted}@`, trigger: /:\/\// },
-  { name: "jwt", pattern: /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, trigger: /eyJ/ },
-  { name: "openai-style", pattern: /\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)?[A-Za-z0-9_-]{16,}/g, trigger: /[spr]k-/ },
-  { name: "github", pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/g, trigger: /gh[pousr]_|github_pat_/ },
-  { name: "slack", pattern: /\bxox[abprs]-[A-Za-z0-9-]{10,}/g, trigger: /xox[abprs]-/ },
-  { name: "aws-access-key", pattern: /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, trigger: /AKIA|ASIA/ },
-  { name: "google-api-key", pattern: /\bAIza[0-9A-Za-z_-]{35}\b/g, trigger: /AIza/ },
-  {
-    name: "assignment",
-    pattern: /\b((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|auth|client[_-]?secret)[A-Za-z_-]*\s*[=:]\s*)(["']?)[^\s"'&;]+\2/gi,
-    replace: `$1$2${redacted}$2`,
-    // Every keyword ends in, or is, one of these words, and an = or : follows it.
-    trigger: /(?:pass|pwd|secret|token|key|auth)[A-Za-z_-]*\s*[=:]/i,
-  },
-];
+export { defaultRuleNames, defaultRules, redacted, type RedactionRule } from "./redaction-rules.js";
 
 /** Replaces every secret in a text. */
 export type Redactor = (text: string) => string;
@@ -44,39 +14,90 @@ export type Redactor = (text: string) => string;
 /** The flags that change what a trigger matches (`g` and `y` only move a position). */
 const meaningFlags = (flags: string) => flags.replace(/[gyd]/g, "");
 
-/** The triggers joined into one expression per set of flags, in the order those sets first appear. */
-function triggerUnions(triggers: readonly RegExp[]): RegExp[] {
-  const byFlags = new Map<string, string[]>();
-  for (const trigger of triggers) {
-    const flags = meaningFlags(trigger.flags);
-    const sources = byFlags.get(flags) ?? [];
-    sources.push(`(?:${trigger.source})`);
-    byFlags.set(flags, sources);
+/** Rules that share a gate and a set of trigger flags: their triggers joined into one expression. */
+interface TriggerGroup {
+  readonly gate: ((text: string) => boolean) | undefined;
+  readonly union: RegExp;
+  readonly members: readonly number[];
+}
+
+/** A test-only copy of an expression: a global or sticky one would keep a position between texts. */
+const testOnly = (pattern: RegExp) => (!pattern.global && !pattern.sticky ? pattern : new RegExp(pattern.source, meaningFlags(pattern.flags)));
+
+/** The rules' triggers joined into one expression per gate and set of flags, in the order those first appear. */
+function triggerGroups(rules: readonly RedactionRule[]): TriggerGroup[] {
+  type Gate = ((text: string) => boolean) | undefined;
+  const byGate = new Map<Gate, Map<string, { gate: Gate; flags: string; sources: string[]; members: number[] }>>();
+  rules.forEach((rule, i) => {
+    const flags = meaningFlags(rule.trigger!.flags);
+    const byFlags = byGate.get(rule.gate) ?? new Map();
+    byGate.set(rule.gate, byFlags);
+    const group = byFlags.get(flags) ?? { gate: rule.gate, flags, sources: [], members: [] };
+    byFlags.set(flags, group);
+    group.sources.push(`(?:${rule.trigger!.source})`);
+    group.members.push(i);
+  });
+  return [...byGate.values()].flatMap((byFlags) => [...byFlags.values()]).map((g) => ({ gate: g.gate, union: new RegExp(g.sources.join("|"), g.flags), members: g.members }));
+}
+
+/**
+ * The text with every match of the rule replaced. A replacement function may decline a
+ * match (return it as it was: `auth::tests` is no assignment); the search then goes on from
+ * the next character rather than past the match, so a secret inside what was declined
+ * (`note: password=…`) is still found.
+ */
+export function applyRule(text: string, rule: RedactionRule): string {
+  const replace = rule.replace;
+  if (typeof replace !== "function") return text.replace(rule.pattern, replace ?? redacted);
+  const pattern = rule.pattern.global ? rule.pattern : new RegExp(rule.pattern.source, `${rule.pattern.flags}g`);
+  let out = "";
+  let done = 0;
+  let changed = false;
+  pattern.lastIndex = 0;
+  for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) {
+    const replaced = replace(m[0], ...m.slice(1), m.index, text);
+    if (replaced === m[0]) {
+      pattern.lastIndex = m.index + 1;
+      continue;
+    }
+    out += text.slice(done, m.index) + replaced;
+    changed = true;
+    done = m.index + m[0].length;
+    pattern.lastIndex = Math.max(done, m.index + 1);
   }
-  return [...byFlags].map(([flags, sources]) => new RegExp(sources.join("|"), flags));
+  pattern.lastIndex = 0;
+  return changed ? out + text.slice(done) : text;
 }
 
 /** Builds a redactor from the default rules plus yours (yours run after the defaults). */
 export function createRedactor(extra: readonly RedactionRule[] = [], base: readonly RedactionRule[] = defaultRules): Redactor {
   const rules = [...base, ...extra];
-  // One scan for what any triggered rule needs: most text (compiler and test output)
-  // holds none of it and is returned as it is, instead of being scanned once per rule.
-  // A rule without a trigger could match anything, so then every text is looked at.
+  // One scan (or a few) for what any triggered rule needs: most text (compiler and test
+  // output) holds none of it and is returned as it is, instead of being scanned once per
+  // rule. A rule without a trigger could match anything, so then every text is looked at.
   const triggered = rules.every((rule) => rule.trigger !== undefined);
-  // A trigger is only tested: a global or sticky one would keep a position between texts.
-  const trigger = (rule: RedactionRule) => (rule.trigger === undefined || (!rule.trigger.global && !rule.trigger.sticky) ? rule.trigger : new RegExp(rule.trigger.source, meaningFlags(rule.trigger.flags)));
-  const checks = rules.map(trigger);
-  // One expression per set of flags, not one for all: a case-insensitive scan is slower, so
-  // only the triggers that need it pay for it, and a trigger keeps the meaning its own
-  // flags give it (`u`, `s`, `m`: an embedder's rule fires as written).
-  const unions = triggered ? triggerUnions(rules.map((rule) => rule.trigger!)) : [];
+  const checks = rules.map((rule) => rule.trigger && testOnly(rule.trigger));
+  // One expression per set of flags (a case-insensitive scan is slower, so only the
+  // triggers that need it pay for it, and a trigger keeps the meaning its own flags give
+  // it: `u`, `s`, `m`), and per gate: a group behind a gate its text fails is not scanned.
+  const groups = triggered ? triggerGroups(rules) : [];
+  const live = new Uint8Array(rules.length);
   return (text) => {
-    if (triggered && !unions.some((union) => union.test(text))) return text;
+    if (triggered) {
+      let any = false;
+      live.fill(0);
+      for (const group of groups) {
+        if ((group.gate !== undefined && !group.gate(text)) || !group.union.test(text)) continue;
+        any = true;
+        for (const i of group.members) live[i] = 1;
+      }
+      if (!any) return text;
+    }
     let out = text;
     for (let i = 0; i < rules.length; i++) {
-      const rule = rules[i]!;
+      if (triggered && live[i] === 0) continue;
       if (checks[i]?.test(out) === false) continue;
-      out = out.replace(rule.pattern, rule.replace ?? redacted);
+      out = applyRule(out, rules[i]!);
     }
     return out;
   };

@@ -21,6 +21,7 @@ import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type Rea
 import { applicationName, listingIndex, migrate, prepareProjections, sqliteReplaces, sqliteSubject, type LayoutHost, type LogDatabase } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { prepareEvents } from "./validate.js";
+import { OutputContext } from "./redact-stream.js";
 import { checkAddressed, ownersOf } from "./addressed.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
 import {
@@ -304,8 +305,10 @@ export class SqliteLog implements EventStore {
     // (docs/performance.md has what each choice here cost).
     const owners = refuseUnaddressed ? ownersOf(projections) : undefined;
     this.refusesUnaddressed = refuseUnaddressed;
+    // Chunked output is redacted with what the same process printed before it.
+    const output = new OutputContext();
     this.#insertAll = (given) => {
-      const events = prepareEvents(given, redact);
+      const events = prepareEvents(given, redact, output);
       if (owners !== undefined) checkAddressed(events, (process) => this.#rows.get(owners, process));
       const seqs = new Array<number>(events.length);
       for (let i = 0; i < events.length; i++) {

@@ -5,6 +5,7 @@
 import type { z } from "zod";
 import { TurnfoldEvent, eventTypes, type EventType } from "./schema.js";
 import { redactEvent, type Redactor } from "./redact.js";
+import type { OutputContext } from "./redact-stream.js";
 
 /** One reason an event was refused: where (line or seq), which field, and why. */
 export interface Problem {
@@ -161,16 +162,17 @@ export function assertStorableIds(events: readonly TurnfoldEvent[]): void {
 
 /**
  * What an adapter writes: the batch checked (`assertValidEvents`), then each event with
- * its secrets redacted (`redactEvent`), unless the log was opened with redaction off.
+ * its secrets redacted (`redactEvent`), unless the log was opened with redaction off. With
+ * the log's `OutputContext`, chunked output is redacted with what came before it.
  */
-export function prepareEvents(events: readonly TurnfoldEvent[], redact: Redactor | false): readonly TurnfoldEvent[] {
+export function prepareEvents(events: readonly TurnfoldEvent[], redact: Redactor | false, output?: OutputContext): readonly TurnfoldEvent[] {
   assertValidEvents(events);
   assertStorableIds(events);
   if (redact === false) return events;
   let out: TurnfoldEvent[] | undefined;
   for (let i = 0; i < events.length; i++) {
     const event = events[i]!;
-    const clean = redactEvent(event, redact);
+    const clean = output === undefined ? redactEvent(event, redact) : output.redactEvent(event, redact);
     if (clean !== event) (out ??= events.slice())[i] = clean;
   }
   return out ?? events;

@@ -44,6 +44,11 @@ export class OutputBuffer {
     return { text, offset: start, end: start + text.length };
   }
 
+  /** Everything the buffer still holds before an absolute offset. */
+  before(offset: number): string {
+    return this.#text.slice(0, Math.max(0, offset - this.#dropped));
+  }
+
   /** Output written since an absolute offset (for heartbeats), at most `chars` of its end. */
   since(offset: number, chars: number): string {
     const start = Math.max(offset, this.#dropped) - this.#dropped;

@@ -9,6 +9,7 @@ import type { EventLog } from "../events/log.js";
 import type { TurnfoldEvent } from "../events/schema.js";
 import { LineSplitter, OutputBuffer, stripAnsi } from "./output.js";
 import { createRedactor, cutContext, redactCut, type Redactor } from "../events/redact.js";
+import { keyBlockBefore, keyOpenAtEnd } from "../events/redact-stream.js";
 import { WatchLimiter, type WatchEffect, type WatchPolicy } from "./watch.js";
 import { childMark, childMarkVariable, currentProcess, processStart, thisHost, type ProcessIdentity } from "../ledger/process-identity.js";
 import { backoffMs, isTransientStoreError } from "../events/transient.js";
@@ -327,7 +328,9 @@ export class Supervisor {
   /** Output from `start` to `end`, redacted before it is cut: a secret the cut passes through is never shown in part. */
   #cut(m: Managed, start: number, end: number): string {
     const { text, from, to } = m.buffer.around(start, end, cutContext);
-    return redactCut(this.#redact, text, from, to);
+    // A key block whose BEGIN lies further back than the context still hides what follows it.
+    const open = keyOpenAtEnd(text.slice(0, from)) === undefined ? keyBlockBefore(m.buffer.before(start)) : "";
+    return redactCut(this.#redact, open + text, from + open.length, to + open.length);
   }
 
   #get(id: string): Managed {

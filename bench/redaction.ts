@@ -1,0 +1,69 @@
+/**
+ * The redaction rules (issue 58): recall on the secret corpus, lines of ordinary build
+ * output changed, each rule's hits, and what the rules cost on build output against the
+ * rules turnfold had before them (measured in the same run).
+ */
+import { createRedactor, defaultRuleNames, redacted, type RedactionRule } from "../src/events/redact.js";
+import { countByRule, scanText } from "../src/events/scan.js";
+import { benignCorpus, secretCorpus } from "../src/testing/secret-corpus.js";
+import { exited } from "./append.js";
+import { fmt, interleaved, type Row } from "./harness.js";
+
+/** The default rules before issue 58, as a same-run baseline for the cost. */
+const earlierRules: readonly RedactionRule[] = [
+  { name: "bearer", pattern: /\b(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi, replace: `$1${redacted}`, trigger: /bearer/i },
+  { name: "basic-auth-url", pattern: /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+@/gi, replace: `$1${redacted}@`, trigger: /:\/\// },
+  { name: "jwt", pattern: /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, trigger: /eyJ/ },
+  { name: "openai-style", pattern: /\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)?[A-Za-z0-9_-]{16,}/g, trigger: /[spr]k-/ },
+  { name: "github", pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/g, trigger: /gh[pousr]_|github_pat_/ },
+  { name: "slack", pattern: /\bxox[abprs]-[A-Za-z0-9-]{10,}/g, trigger: /xox[abprs]-/ },
+  { name: "aws-access-key", pattern: /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, trigger: /AKIA|ASIA/ },
+  { name: "google-api-key", pattern: /\bAIza[0-9A-Za-z_-]{35}\b/g, trigger: /AIza/ },
+  {
+    name: "assignment",
+    pattern: /\b((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|auth|client[_-]?secret)[A-Za-z_-]*\s*[=:]\s*)(["']?)[^\s"'&;]+\2/gi,
+    replace: `$1$2${redacted}$2`,
+    trigger: /(?:pass|pwd|secret|token|key|auth)[A-Za-z_-]*\s*[=:]/i,
+  },
+];
+
+/** Characters redacted per second, over `texts` repeated until about 8 MB have passed. */
+function throughput(redact: (text: string) => string, texts: readonly string[]): number {
+  const size = texts.reduce((sum, t) => sum + t.length, 0);
+  const rounds = Math.max(1, Math.round(8_000_000 / size));
+  const start = performance.now();
+  let sink = 0;
+  for (let r = 0; r < rounds; r++) for (const text of texts) sink += redact(text).length;
+  const seconds = (performance.now() - start) / 1000;
+  if (sink < 0) throw new Error("unreachable");
+  return (rounds * size) / seconds / 1e6;
+}
+
+export async function redactionBench(): Promise<Row[]> {
+  const corpus = secretCorpus();
+  const redact = createRedactor();
+  const caught = corpus.filter((s) => !redact(s.line).includes(s.secret)).length;
+  const changed = benignCorpus.filter((line) => redact(line) !== line).length;
+  const recall = caught / corpus.length;
+  const benignShare = changed / benignCorpus.length;
+  const counts = countByRule(corpus.flatMap((s) => scanText(s.line)));
+  // What a supervisor redacts: exit tails of a test run (no secret), and the build-output corpus.
+  const tails = Array.from({ length: 2000 }, (_, i) => (exited(i) as { output: string }).output);
+  const earlier = createRedactor([], earlierRules);
+  const onTails = await interleaved(5, () => throughput(redact, tails), () => throughput(earlier, tails));
+  const onBuild = await interleaved(5, () => throughput(redact, benignCorpus), () => throughput(earlier, benignCorpus));
+  return [
+    { name: "redaction: secret corpus caught (recall)", value: fmt(recall), baseline: `${corpus.length} lines`, ratio: undefined, target: "≥ 0.98", pass: recall >= 0.98 },
+    { name: "redaction: build-output lines changed", value: fmt(benignShare), baseline: `${benignCorpus.length} lines`, ratio: undefined, target: "≤ 0.01", pass: benignShare <= 0.01 },
+    {
+      name: "redaction: hits by rule (secret corpus)",
+      value: defaultRuleNames.map((name) => `${name} ${counts.get(name) ?? 0}`).join(", "),
+      baseline: "",
+      ratio: undefined,
+      target: "every rule > 0",
+      pass: defaultRuleNames.every((name) => (counts.get(name) ?? 0) > 0),
+    },
+    { name: "redaction: exit tails of a test run (MB/s)", value: fmt(onTails.a), baseline: `${fmt(onTails.b)} with the earlier rules`, ratio: onTails.a / onTails.b, target: "reported", pass: undefined },
+    { name: "redaction: build output (MB/s)", value: fmt(onBuild.a), baseline: `${fmt(onBuild.b)} with the earlier rules`, ratio: onBuild.a / onBuild.b, target: "reported", pass: undefined },
+  ];
+}

@@ -1,0 +1,350 @@
+/**
+ * The default redaction rules: what turnfold hides before an event is stored. Learned from
+ * what secret scanners look for (their rule documentation: gitleaks, secretlint,
+ * detect-secrets, trufflehog), written for what jobs print: environment dumps, `set -x`
+ * traces, JSON and YAML configs, command lines, headers and key files.
+ *
+ * Rule names are stable: `turnfold scan` and the bench report hits by name. Order matters
+ * only for which name a hit is counted under: the vendor shapes come before the generic
+ * ones, so a GitLab token in `TOKEN=glpat-…` counts as `gitlab`.
+ */
+
+/** A rule of the redactor (`createRedactor` in redact.ts): what to find, and what to put in its place. */
+export interface RedactionRule {
+  /** A stable name: `turnfold scan` and the bench count hits under it. Several rules may share one. */
+  readonly name: string;
+  readonly pattern: RegExp;
+  /**
+   * Replacement; `$1` etc. refer to the pattern's groups. Default "[redacted]". A function
+   * is called as `String.prototype.replace` calls one, and may return the match unchanged
+   * (a value that turns out to be a placeholder): that is not counted as a hit.
+   */
+  readonly replace?: string | ((match: string, ...groups: any[]) => string);
+  /**
+   * A cheap test that every match of `pattern` also passes (the literal text a secret of
+   * this shape must hold): a text that fails it is not scanned with `pattern` at all. A
+   * rule without one is always run.
+   */
+  readonly trigger?: RegExp;
+  /**
+   * A cheaper test still that every text holding the trigger passes: rules that share a
+   * gate (the same function) have their triggers tested only on a text that passes it.
+   */
+  readonly gate?: (text: string) => boolean;
+}
+
+export const redacted = "[redacted]";
+
+/**
+ * The gate of every rule whose match holds an `=`, a `:`, a `<`, or a `-` that does not
+ * follow a word character (a flag, `-----BEGIN`): test and build output often has none
+ * (`PASS src/module-1.test.ts`), and then none of those rules' triggers is scanned for.
+ */
+export function punctuated(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 61 || c === 58 || c === 60) return true;
+    if (c === 45) {
+      const before = i === 0 ? 32 : text.charCodeAt(i - 1);
+      const word = (before >= 97 && before <= 122) || (before >= 65 && before <= 90) || (before >= 48 && before <= 57) || before === 95;
+      if (!word) return true;
+    }
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------
+// Names that hold secrets. A name is split into words (`DB_PASSWORD` → db, password;
+// `clientSecret` → client, secret; `X-Api-Key` → x, api, key), and holds a secret when one
+// of its words is a secret word (or ends in one: `dbpassword`, `npmtoken`), unless its last
+// word says it names something about the secret rather than the secret itself
+// (`PASSWORD_FILE`, `token_type`, `session_timeout`, `--password-stdin`).
+
+const secretWords = new Set(["password", "passwd", "pass", "pwd", "secret", "token", "auth", "credential", "credentials", "session", "cookie", "apikey", "passphrase"]);
+/** Words that hold a secret when a compound ends in them (`dbpassword`, `npmtoken`, `oauth`). */
+const secretEndings = ["password", "passwd", "secret", "token", "apikey", "credential", "credentials", "passphrase", "oauth"];
+/** Two words that together name a secret: `api key`, `private key`, `access key`, `secret key`. */
+const secretPairs = new Set(["api key", "private key", "access key", "secret key", "account key", "client secret", "signing key", "encryption key", "master key"]);
+/** A last word that makes the name about the secret, not the secret. */
+const aboutWords = new Set([
+  "length", "len", "count", "file", "files", "path", "dir", "url", "uri", "type", "types", "timeout", "ttl", "expiry", "expires", "expiration",
+  "enabled", "disabled", "required", "name", "names", "endpoint", "domain", "duration", "size", "max", "min", "limit", "limits", "mode", "method",
+  "methods", "policy", "prompt", "reset", "field", "header", "format", "version", "provider", "strategy", "store", "storage", "cache", "flow",
+  "scope", "scopes", "time", "at", "used", "remaining", "rate", "lifetime", "age", "location", "hint", "stdin", "env", "host",
+  "seconds", "secs", "sec", "ms", "millis", "minutes", "mins", "hours", "days",
+  "port", "user", "username", "login", "server", "service", "mechanism", "plugin", "algorithm", "algo", "kind", "source", "from", "required",
+  "changed", "updated", "created", "valid", "invalid", "expired", "missing", "set", "len", "chars", "hash", "salt", "rounds", "strength", "manager",
+]);
+/** A first word that makes the name a count or a limit (`max_tokens`, `num_sessions`). */
+const countWords = new Set(["max", "min", "num", "total", "n", "no", "count", "is", "has", "use", "with", "without", "allow", "require", "enable", "disable"]);
+
+/** The words of a name, lower case: split at `_`, `-`, `.`, `:` and camelCase humps. */
+export function nameWords(name: string): string[] {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w !== "");
+}
+
+/** Whether a name (of a variable, a key, a flag, a header, an element) holds a secret. */
+export function isSecretName(name: string): boolean {
+  const words = nameWords(name);
+  // The shell's working directory (an environment dump's PWD=/home/ci), not a password.
+  if (words.length === 0 || name === "PWD" || name === "OLDPWD") return false;
+  const last = words[words.length - 1]!;
+  if (aboutWords.has(last) && words.length > 1) return false;
+  if (countWords.has(words[0]!) && words.length > 1) return false;
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i]!;
+    if (secretWords.has(word)) return true;
+    if (word.length > 4 && secretEndings.some((ending) => word.endsWith(ending))) return true;
+    if (i > 0 && secretPairs.has(`${words[i - 1]} ${word}`)) return true;
+  }
+  return false;
+}
+
+/**
+ * Values that are not secrets: empty or one character, a reference to one
+ * (`$VAR`, `${VAR}`, `{{ .Token }}`, `%(pw)s`), a mask (`****`, `xxxx`), an earlier
+ * redaction, a placeholder in angle brackets, a boolean or nothing.
+ */
+const notSecret = /^(?:.?|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*|%\(.*|<[^>]*>|\[[A-Za-z -]*\]|([*xX#.-])\1*|true|false|null|nil|none|undefined|yes|no|on|off|required|optional|unset|empty|hidden|redacted|masked|\*+.*)$/i;
+
+export function isSecretValue(value: string): boolean {
+  return !notSecret.test(value);
+}
+
+// ---------------------------------------------------------------------------------------
+// Assignments in every notation jobs print. Each keeps the name and the punctuation, and
+// replaces the value.
+
+/** A name, as jobs write them: identifiers with `_ - .` (`DB_PASSWORD`, `client-secret`, `auth.token`). */
+const name = String.raw`[A-Za-z_][A-Za-z0-9_.-]*`;
+/**
+ * The secret words' common parts, as names write them (lower case, Capitalised in camelCase,
+ * UPPER in environment names): a named rule needs one of them in the name. Spelt out rather
+ * than matched case-insensitively, which costs the scan of every text several times more.
+ */
+const wordPart = "(?:[Pp]ass|PASS|[Pp]wd|PWD|[Ss]ecret|SECRET|[Tt]oken|TOKEN|[Aa]uth|AUTH|[Kk]ey|KEY|[Cc]redential|CREDENTIAL|[Ss]ession|SESSION|[Cc]ookie|COOKIE)";
+/** Triggers: a secret word in a name that an `=` or `:` follows; after `-`; after `<`. Most output (`PASS src/…`) has none. */
+const assignmentTrigger = new RegExp(String.raw`${wordPart}[A-Za-z0-9_.-]*["']?[ \t]*[:=]`);
+const flagTrigger = new RegExp(String.raw`-[a-z0-9_.-]*${wordPart}`);
+const elementTrigger = new RegExp(String.raw`<[A-Za-z0-9_.-]*${wordPart}`);
+
+/** A value that is code, not data: `session.token()`, `process.env.TOKEN`, `config.auth`. */
+const codeReference = /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?:\(.*)?;?$/;
+
+/** The match with its value replaced, when its name holds a secret and the value is not a placeholder; else the match as it is. */
+function hideValue(match: string, name: string, value: string): string {
+  if (!isSecretName(name) || !isSecretValue(value) || codeReference.test(value)) return match;
+  const at = match.lastIndexOf(value);
+  return match.slice(0, at) + redacted + match.slice(at + value.length);
+}
+
+/**
+ * A value: double-quoted, single-quoted, or bare up to white space or a separator. A quote
+ * still open where the text ends counts (a chunk of output that ends inside the value).
+ */
+const value = String.raw`(?:"([^"\r\n]*)(?:"|$)|'([^'\r\n]*)(?:'|$)|([^\s"'&;]+))`;
+
+const assignmentRules: RedactionRule[] = [
+  {
+    // NAME=value, export NAME=value, declare -x NAME="value", set NAME=value, name = 'value',
+    // NAME: value (YAML, headers), "name": "value" (JSON), 'name' => 'value', name := "value".
+    // Only blanks around the separator: a YAML key that opens a block keeps the next line.
+    name: "assignment",
+    pattern: new RegExp(String.raw`(?<![A-Za-z0-9_-])(["']?)(${name})\1[ \t]*(:=|:|=>?)([ \t]*)${value}(?=([ \t]+[A-Za-z])?)`, "g"),
+    replace: (match: string, _quote: string, n: string, separator: string, blank: string, dq?: string, sq?: string, bare?: string, prose?: string) => {
+      if (bare !== undefined && separator === ":") {
+        // `file.rs:42:9`, `auth::tests`, `pkg/auth.py:12`: a place in code, not a key and its value.
+        if (blank === "" && (n.includes(".") || /^[:/]/.test(bare) || /^\d+(?::\d+)*\W?$/.test(bare))) return match;
+        // `auth: rotate the session token`: a heading and a sentence (a short lower-case word
+        // and more words after it), not a key and its value.
+        if (prose !== undefined && blank !== "" && /^[a-z]{1,10}$/.test(bare)) return match;
+      }
+      return hideValue(match, n, dq ?? sq ?? bare ?? "");
+    },
+    trigger: assignmentTrigger,
+    gate: punctuated,
+  },
+  {
+    // <password>value</password>, <apiKey>value</apiKey>
+    name: "xml-element",
+    // A text that ends inside the element (before or in its closing tag) counts too.
+    pattern: new RegExp(String.raw`<(${name})>([^<\r\n]+)(?:</\1>|(?:</?[A-Za-z0-9_.-]*)?$)`, "g"),
+    replace: (match: string, n: string, v: string) => hideValue(match, n, v),
+    trigger: elementTrigger,
+    gate: punctuated,
+  },
+  {
+    // --password X, --password=X, --api-key "X", --token=X (not --password-stdin, --token-file).
+    name: "flag",
+    pattern: new RegExp(String.raw`(?<![A-Za-z0-9_-])--?(${name})(?:=|[ \t]+)(?!-)${value}`, "g"),
+    replace: (match: string, n: string, dq?: string, sq?: string, bare?: string) => hideValue(match, n, dq ?? sq ?? bare ?? ""),
+    trigger: flagTrigger,
+    gate: punctuated,
+  },
+];
+
+// ---------------------------------------------------------------------------------------
+// Credentials that have no secret word beside them, but a known place.
+
+const placeRules: RedactionRule[] = [
+  {
+    // -p X (or -pX) of a registry login: docker, podman, helm, buildah, skopeo, nerdctl, oras; and sshpass.
+    name: "login-password",
+    pattern: /(\b(?:(?:docker|podman|helm(?: registry)?|buildah|skopeo|nerdctl|oras|crane|regctl)\b[^\r\n]*?\blogin\b|\bsshpass\b)[^\r\n]*?\s-p[ \t=]*)(?:"[^"\r\n]*"|'[^'\r\n]*'|(?!-)[^\s"']+)/g,
+    replace: `$1${redacted}`,
+    trigger: /login|sshpass/,
+    gate: punctuated,
+  },
+  {
+    // mysql -pSECRET (the password is glued to -p; `-p` alone asks for it).
+    name: "mysql-password",
+    pattern: /(\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport)\b[^\r\n]*?\s-p)(?!\s)(?:"[^"\r\n]*"|'[^'\r\n]*'|[^\s"']+)/g,
+    replace: `$1${redacted}`,
+    trigger: /mysql|mariadb/,
+    gate: punctuated,
+  },
+  {
+    // curl -u user:password, --user user:password, wget --user=… (the password part).
+    name: "user-password-flag",
+    pattern: /((?<=\s)(?:-u|--user|--proxy-user)(?:[ \t]+|=)["']?[^\s:"']*:)(?!\d+(?![^\s"']))([^\s"']+)/g,
+    replace: `$1${redacted}`,
+    trigger: /-u|--user|--proxy-user/,
+    gate: punctuated,
+  },
+  {
+    // scheme://user:password@host, scheme://:password@host (an empty user too).
+    name: "basic-auth-url",
+    // At the end of a text (a chunk that ends before the @), a password that is not a port.
+    pattern: /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)(?:[^\s@/]+(@)|(?=[^\s@/]*[^\s@/\d])[^\s@/]+$)/gi,
+    replace: (_match: string, head: string, at?: string) => `${head}${redacted}${at ?? ""}`,
+    trigger: /:\/\//,
+    gate: punctuated,
+  },
+  {
+    // Authorization and Proxy-Authorization headers, whatever the scheme (Basic, Bearer, Digest, a bare token).
+    name: "authorization-header",
+    pattern: /\b((?:Proxy-)?Authorization["']?\s*[:=]\s*["']?)[^\r\n"']+/gi,
+    replace: `$1${redacted}`,
+    trigger: /authorization/i,
+    gate: punctuated,
+  },
+  {
+    // Cookie and Set-Cookie headers: the whole value.
+    name: "cookie-header",
+    pattern: /\b((?:Set-)?Cookie\s*:\s*)[^\r\n"']+/gi,
+    replace: `$1${redacted}`,
+    trigger: /cookie/i,
+    gate: punctuated,
+  },
+  {
+    // Bearer tokens outside a header (a log line, a curl trace).
+    name: "bearer",
+    pattern: /\b(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi,
+    replace: `$1${redacted}`,
+    trigger: /bearer/i,
+  },
+  {
+    // Connection strings: AccountKey=…; SharedAccessKey=…; and a SAS signature (sig=…).
+    name: "connection-string",
+    pattern: /\b((?:AccountKey|SharedAccessKey|SharedAccessSignature|AccessKey|sig)=)([^;&"'\s]+)/g,
+    replace: `$1${redacted}`,
+    trigger: /AccountKey|SharedAccess|AccessKey|sig=/,
+    gate: punctuated,
+  },
+];
+
+// ---------------------------------------------------------------------------------------
+// Private keys: a whole block, however many lines; a block that the text ends inside; and
+// the end of a block whose beginning is not in this text (a tail, a chunk).
+
+const keyLabel = String.raw`(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?`;
+export const privateKeyBegin = new RegExp(String.raw`-----BEGIN ${keyLabel}-----`, "g");
+export const privateKeyEnd = new RegExp(String.raw`-----END ${keyLabel}-----`, "g");
+
+const keyRules: RedactionRule[] = [
+  {
+    name: "private-key",
+    pattern: new RegExp(String.raw`-----BEGIN ${keyLabel}-----[\s\S]*?(?:-----END ${keyLabel}-----|$)`, "g"),
+    replace: redacted,
+    trigger: /PRIVATE KEY/,
+    gate: punctuated,
+  },
+  {
+    // What is left of a block whose BEGIN came before this text: the key lines before its END.
+    name: "private-key",
+    pattern: new RegExp(String.raw`(?<![^\n])(?:(?:[A-Za-z0-9+/=]*|[A-Za-z-]+: [^\r\n]*)\r?\n)*?[A-Za-z0-9+/=]*-----END ${keyLabel}-----`, "g"),
+    replace: redacted,
+    trigger: /-----END [A-Z0-9 ]*PRIVATE KEY/,
+    gate: punctuated,
+  },
+];
+
+// ---------------------------------------------------------------------------------------
+// Tokens whose shape names their vendor. Values here are documented formats.
+
+/**
+ * Their gate: a run of 12 token characters (`A-Z a-z 0-9 _ -`), which every token of these
+ * shapes holds (its prefix and the characters its pattern asks for) and most build and test
+ * output lacks. A loop over the text: a regular expression for it costs more than the
+ * triggers it saves (every position starts a run).
+ */
+export function tokenRun(text: string): boolean {
+  let run = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const token = (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 45;
+    run = token ? run + 1 : 0;
+    if (run === 12) return true;
+  }
+  return false;
+}
+
+const vendorRules: RedactionRule[] = [
+  { name: "jwt", pattern: /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, trigger: /eyJ/ },
+  { name: "anthropic", pattern: /\bsk-ant-[a-z]+\d*-[A-Za-z0-9_-]{20,}/g, trigger: /sk-ant-/, gate: tokenRun },
+  { name: "openai-style", pattern: /\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)?[A-Za-z0-9_-]{16,}/g, trigger: /[spr]k-/, gate: tokenRun },
+  { name: "github", pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/g, trigger: /gh[pousr]_|github_pat_/, gate: tokenRun },
+  { name: "gitlab", pattern: /\b(?:gl(?:pat|dt|ptt|rt|cbt|soat|ffct|imt|oas|ft)-[A-Za-z0-9_-]{20,}|glagent-[A-Za-z0-9_-]{50,}|GR1348941[A-Za-z0-9_-]{20,})/g, trigger: /gl[a-z]{1,5}-|GR1348941/, gate: tokenRun },
+  { name: "npm", pattern: /\bnpm_[A-Za-z0-9]{36}\b/g, trigger: /npm_/, gate: tokenRun },
+  { name: "stripe", pattern: /\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,}|\bwhsec_[A-Za-z0-9]{24,}/g, trigger: /[sr]k_(?:live|test|prod)_|whsec_/, gate: tokenRun },
+  { name: "sendgrid", pattern: /\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}/g, trigger: /SG\./, gate: tokenRun },
+  { name: "huggingface", pattern: /\b(?:hf_|api_org_)[A-Za-z0-9]{30,}/g, trigger: /hf_|api_org_/, gate: tokenRun },
+  { name: "pypi", pattern: /\bpypi-[A-Za-z0-9_-]{50,}/g, trigger: /pypi-/, gate: tokenRun },
+  { name: "digitalocean", pattern: /\bdo[por]_v1_[a-f0-9]{64}\b/g, trigger: /do[por]_v1_/, gate: tokenRun },
+  { name: "shopify", pattern: /\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b/g, trigger: /shp(?:at|ca|pa|ss)_/, gate: tokenRun },
+  { name: "slack", pattern: /\bxox[abeoprs]-[A-Za-z0-9-]{10,}/g, trigger: /xox[abeoprs]-/, gate: tokenRun },
+  { name: "slack-webhook", pattern: /\bhooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9_/+-]{20,}/g, trigger: /hooks\.slack\.com/ },
+  { name: "discord-webhook", pattern: /\bdiscord(?:app)?\.com\/api\/webhooks\/\d+\/[A-Za-z0-9_-]{40,}/g, trigger: /discord(?:app)?\.com\/api\/webhooks/, gate: tokenRun },
+  { name: "aws-access-key", pattern: /\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b/g, trigger: /AKIA|ASIA|ABIA|ACCA/, gate: tokenRun },
+  { name: "google-api-key", pattern: /\bAIza[0-9A-Za-z_-]{35}\b/g, trigger: /AIza/, gate: tokenRun },
+  { name: "google-oauth", pattern: /\bya29\.[A-Za-z0-9_-]{20,}|\bGOCSPX-[A-Za-z0-9_-]{20,}/g, trigger: /ya29\.|GOCSPX-/, gate: tokenRun },
+  { name: "azure-client-secret", pattern: /(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])/g, trigger: /\dQ~/ },
+  { name: "twilio", pattern: /\bSK[0-9a-f]{32}\b/g, trigger: /SK[0-9a-f]/, gate: tokenRun },
+  { name: "mailgun", pattern: /\bkey-[0-9a-f]{32}\b/g, trigger: /key-/, gate: tokenRun },
+  { name: "mailchimp", pattern: /\b[0-9a-f]{32}-us\d{1,2}\b/g, trigger: /-us\d/, gate: tokenRun },
+  { name: "square", pattern: /\bsq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}\b/g, trigger: /sq0(?:atp|csp)-/, gate: tokenRun },
+  { name: "databricks", pattern: /\bdapi[a-f0-9]{32}(?:-\d)?\b/g, trigger: /dapi/, gate: tokenRun },
+  { name: "linear", pattern: /\blin_api_[A-Za-z0-9]{40}\b/g, trigger: /lin_api_/, gate: tokenRun },
+  { name: "doppler", pattern: /\bdp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,44}\b/g, trigger: /dp\.[a-z]+\./, gate: tokenRun },
+  { name: "vault", pattern: /\bhv[sbr]\.[A-Za-z0-9_-]{24,}/g, trigger: /hv[sbr]\./, gate: tokenRun },
+  { name: "newrelic", pattern: /\bNRAK-[A-Z0-9]{27}\b/g, trigger: /NRAK-/, gate: tokenRun },
+  { name: "sentry", pattern: /\bsntry[su]_[A-Za-z0-9+/=_-]{40,}/g, trigger: /sntry[su]_/ },
+  { name: "atlassian", pattern: /\bATATT3[A-Za-z0-9_=-]{100,}/g, trigger: /ATATT3/ },
+  { name: "telegram-bot", pattern: /\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b/g, trigger: /:AA/, gate: tokenRun },
+  { name: "age-secret-key", pattern: /\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b/g, trigger: /AGE-SECRET-KEY-/, gate: tokenRun },
+];
+
+/**
+ * The secrets redacted by default, in the order they run: private keys, vendor token
+ * shapes, credentials in known places (URLs, headers, login commands), then values of
+ * names that hold secrets in any notation.
+ */
+export const defaultRules: readonly RedactionRule[] = [...keyRules, ...vendorRules, ...placeRules, ...assignmentRules];
+
+/** Each default rule's name, once, in order: what `turnfold scan` and the bench report. */
+export const defaultRuleNames: readonly string[] = [...new Set(defaultRules.map((rule) => rule.name))];

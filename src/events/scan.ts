@@ -1,0 +1,79 @@
+/**
+ * What the redaction rules would hide in a text, and where, without the secrets: for
+ * `turnfold scan` and the bench. The rules run as the redactor runs them (in order, each on
+ * what the ones before it left), so each hit is counted under the rule that would replace it.
+ */
+import { redacted } from "./redaction-rules.js";
+import { defaultRules, type RedactionRule } from "./redact.js";
+
+/** One place a rule would redact: its 1-based line and column in the text scanned, and how many characters. */
+export interface ScanHit {
+  readonly rule: string;
+  readonly line: number;
+  readonly column: number;
+  readonly length: number;
+}
+
+function lineAndColumn(text: string, index: number): { line: number; column: number } {
+  let line = 1;
+  let start = 0;
+  for (let at = text.indexOf("\n"); at !== -1 && at < index; at = text.indexOf("\n", at + 1)) {
+    line++;
+    start = at + 1;
+  }
+  return { line, column: index - start + 1 };
+}
+
+/** A string replacement with its `$1`…`$9` and `$&` filled in from the match. */
+const expand = (replacement: string, m: RegExpExecArray) => replacement.replace(/\$([1-9&])/g, (_, n: string) => (n === "&" ? m[0] : (m[Number(n)] ?? "")));
+
+const newlines = (text: string) => {
+  let n = 0;
+  for (let at = text.indexOf("\n"); at !== -1; at = text.indexOf("\n", at + 1)) n++;
+  return n;
+};
+
+/**
+ * Every place the rules would redact in `text`, in the order the rules run. A replacement
+ * keeps the line count of what it replaced, so a hit after a multi-line private key still
+ * names the line it is on.
+ */
+export function scanText(text: string, rules: readonly RedactionRule[] = defaultRules): ScanHit[] {
+  const hits: ScanHit[] = [];
+  let current = text;
+  for (const rule of rules) {
+    const trigger = rule.trigger === undefined ? undefined : new RegExp(rule.trigger.source, rule.trigger.flags.replace(/[gy]/g, ""));
+    if (trigger !== undefined && !trigger.test(current)) continue;
+    const pattern = new RegExp(rule.pattern.source, rule.pattern.flags.includes("g") ? rule.pattern.flags : `${rule.pattern.flags}g`);
+    let out = "";
+    let done = 0;
+    for (let m = pattern.exec(current); m !== null; m = pattern.exec(current)) {
+      const replace = rule.replace;
+      const replaced = typeof replace === "function" ? replace(m[0], ...m.slice(1), m.index, current) : expand(replace ?? redacted, m);
+      if (replaced === m[0]) {
+        pattern.lastIndex = m.index + 1;
+        continue;
+      }
+      hits.push({ rule: rule.name, ...lineAndColumn(current, m.index), length: m[0].length });
+      out += current.slice(done, m.index) + replaced + "\n".repeat(Math.max(0, newlines(m[0]) - newlines(replaced)));
+      done = m.index + m[0].length;
+      pattern.lastIndex = Math.max(done, m.index + 1);
+    }
+    if (done > 0) current = out + current.slice(done);
+  }
+  return hits;
+}
+
+/** Hits counted by rule name, in the order the names first appear among `rules`. */
+export function countByRule(hits: readonly ScanHit[], rules: readonly RedactionRule[] = defaultRules): Map<string, number> {
+  const counts = new Map<string, number>(rules.map((rule) => [rule.name, 0]));
+  for (const hit of hits) counts.set(hit.rule, (counts.get(hit.rule) ?? 0) + 1);
+  return counts;
+}
+
+/** Every string in a value, with its path (`output`, `results[2].summary`): what a log's event holds. */
+export function* stringsOf(value: unknown, path = ""): Generator<{ path: string; text: string }> {
+  if (typeof value === "string") yield { path, text: value };
+  else if (Array.isArray(value)) for (let i = 0; i < value.length; i++) yield* stringsOf(value[i], `${path}[${i}]`);
+  else if (typeof value === "object" && value !== null) for (const [key, inner] of Object.entries(value)) yield* stringsOf(inner, path === "" ? key : `${path}.${key}`);
+}
