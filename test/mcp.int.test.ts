@@ -242,6 +242,13 @@ describe("turnfold mcp, pull and resource modes", () => {
     expect((first.contents[0] as { text: string }).text).toContain(`Background process ${id} completed successfully`);
     const second = await s.client.readResource({ uri });
     expect(second.contents).toEqual([]);
+    // An unknown URI is a parameter error (-32602) for subscribe and unsubscribe alike, as for a read.
+    const wrong = "turnfold://session/someone-else/inbox";
+    for (const ask of [() => s.client.subscribeResource({ uri: wrong }), () => s.client.unsubscribeResource({ uri: wrong }), () => s.client.readResource({ uri: wrong })]) {
+      await expect(ask()).rejects.toMatchObject({ code: -32602 });
+    }
+    await expect(s.client.subscribeResource({ uri: wrong })).rejects.toThrow(`no such resource: ${wrong} (this session's inbox is ${uri})`);
+    await s.client.unsubscribeResource({ uri });
   });
 });
 

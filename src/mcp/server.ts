@@ -16,7 +16,7 @@
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { SubscribeRequestSchema, UnsubscribeRequestSchema, type ServerNotification } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema, type ServerNotification } from "@modelcontextprotocol/sdk/types.js";
 import type { EventStore } from "../events/store.js";
 import type { PushMode } from "./modes.js";
 import { sessionKnown } from "./recovery.js";
@@ -258,15 +258,20 @@ function resourceInbox(server: McpServer, open: () => Promise<AgentSession>, opt
       return { contents: turns.map((turn) => ({ uri, mimeType: "text/plain", text: turn.text, _meta: { kind: turn.kind, members: turn.members, seq: turn.seq } })) };
     },
   );
+  // An unknown URI is the caller's mistake, answered as resources/read answers one: invalid params (-32602).
+  const known = (asked: string) => {
+    if (asked !== uri) throw new McpError(ErrorCode.InvalidParams, `no such resource: ${asked} (this session's inbox is ${uri})`);
+  };
   server.server.setRequestHandler(SubscribeRequestSchema, async (request) => {
-    if (request.params.uri !== uri) throw new Error(`no such resource: ${request.params.uri} (this session's inbox is ${uri})`);
+    known(request.params.uri);
     inbox.subscribed = true;
     const agent = await open();
     if (agent.pending) inbox.announce(agent);
     return {};
   });
   server.server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
-    if (request.params.uri === uri) inbox.subscribed = false;
+    known(request.params.uri);
+    inbox.subscribed = false;
     return {};
   });
   return inbox;
