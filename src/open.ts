@@ -1,7 +1,9 @@
 /**
- * The composition root: opens a store with the inline projections turnfold keeps (the
- * delegation ledger, and the batches `serve` accepted with an idempotency key), so every opener of a log registers the same ones, and the ledger
- * policy is given once, to the projection that both applies and decides with it.
+ * The composition root: opens a store with the four inline projections turnfold keeps (the
+ * delegation ledger; the batches `serve` accepted with an idempotency key; the hand-over
+ * claims of agent hosts; the owners of addressed processes), so every opener of a log
+ * registers the same ones, and the ledger policy is given once, to the projection that
+ * both applies and decides with it.
  */
 import { logError } from "./events/errors.js";
 import { MemoryLog } from "./events/memory-log.js";
@@ -27,7 +29,7 @@ export interface OpenLogOptions {
   /** SQLite: `NORMAL` (default) survives process crashes; `FULL` also survives power loss. */
   readonly synchronous?: "NORMAL" | "FULL";
   /**
-   * Every appended event has its secrets redacted (`defaultRules`: bearer tokens, API
+   * Every appended event has its secrets redacted (`defaultRules`: private keys, vendor tokens, bearer tokens, API
    * keys, passwords in URLs and assignments …) before it is stored. Give a redactor of
    * your own (`createRedactor([...])`), or turn redaction off by saying why:
    * `{ off: "the producer redacts with rules of its own" }`.
