@@ -1,10 +1,10 @@
 /**
  * The package as its users get it: `npm pack`, installed into a scratch project outside
- * the repository, then every TypeScript example of the README compiled (strict) and run
- * against it. The README cannot drift from the API without this failing.
+ * the repository, then every TypeScript example of the README and of docs/ compiled
+ * (strict) and run against it. The docs cannot drift from the API without this failing.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,7 +13,9 @@ const repo = join(import.meta.dirname, "..");
 const scratch = mkdtempSync(join(tmpdir(), "turnfold-package-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-const examples = [...readFileSync(join(repo, "README.md"), "utf8").matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+/** Every TypeScript example of the README and of the documents in docs/, in that order. */
+const documents = ["README.md", ...readdirSync(join(repo, "docs")).filter((f) => f.endsWith(".md")).sort().map((f) => join("docs", f))];
+const examples = documents.flatMap((doc) => [...readFileSync(join(repo, doc), "utf8").matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!));
 const versionOf = (dir: string, name: string) =>
   (JSON.parse(readFileSync(join(dir, "node_modules", name, "package.json"), "utf8")) as { version: string }).version;
 
@@ -72,7 +74,7 @@ describe("the packed package", () => {
     expect(packed.filter((p) => /^(test|properties|bench)\/|^dist\/(test|bench|properties)\//.test(p))).toEqual([]);
   });
 
-  it("compiles every TypeScript example of the README against the installed package", () => {
+  it("compiles every TypeScript example of the README and docs/ against the installed package", () => {
     expect(examples.length).toBeGreaterThanOrEqual(5);
     const tsc = join(repo, "node_modules", "typescript", "bin", "tsc");
     const result = spawnSync(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: scratch, encoding: "utf8" });
@@ -80,7 +82,7 @@ describe("the packed package", () => {
     expect(result.status).toBe(0);
   }, 120_000);
 
-  it.each(examples.map((_, i) => i + 1))("runs README example %i to a clean exit", (n) => {
+  it.each(examples.map((_, i) => i + 1))("runs example %i of the README and docs/ to a clean exit", (n) => {
     const result = spawnSync(process.execPath, [join("out", `example-${n}.js`)], { cwd: scratch, encoding: "utf8", timeout: 60_000 });
     expect(result.stderr).toBe("");
     expect(result.status).toBe(0);
