@@ -40,14 +40,27 @@ function* agedItems(events: readonly Stored[]) {
   }
 }
 
-test.prop([restarts])("R33: a superseded process never appears in a turn after the replacing start", (events) => {
-  const turns = replay(events).turns;
+/** The run an event of `process` at `seq` belongs to: the seq of the latest start of that id before it (0 when none). */
+const runAt = (events: readonly Stored[], process: string, seq: number) =>
+  events.reduce((run, e) => (e.seq < seq && e.type === "process.started" && e.process === process ? e.seq : run), 0);
+
+test.prop([restarts])("R33: no item of a taken-over run appears in a turn after the replacing start, and items of the id's earlier runs keep their own fate", (events) => {
+  const t = traced(events);
+  const sent = [...turnItems(t)].flatMap(([turn, items]) => items.map((itemSeq) => ({ turn, itemSeq })));
   for (const r of judge(events).restarts) {
     if (!r.effective || r.old === r.by) continue;
-    // Until the old id is started again (a new run of its own).
+    // The run taken over is the old id's latest run at the replacing start; until the old id is started again.
+    const run = runAt(events, r.old, r.seq);
     const next = events.find((e) => e.seq > r.seq && e.type === "process.started" && e.process === r.old)?.seq ?? Infinity;
-    for (const turn of turns) {
-      if (turn.seq > r.seq && turn.seq < next) expect(turn.members, `${r.old} replaced by ${r.by} at seq ${r.seq}`).not.toContain(r.old);
+    for (const { turn, itemSeq } of sent) {
+      if (turn.seq <= r.seq || turn.seq >= next || !turn.members.includes(r.old)) continue;
+      const item = eventAt(events, itemSeq);
+      if (!("process" in item) || item.process !== r.old) continue;
+      expect(runAt(events, r.old, itemSeq), `${r.old} (run at seq ${run}) replaced by ${r.by} at seq ${r.seq}: item ${itemSeq} sent at ${turn.seq}`).not.toBe(run);
+    }
+    for (const n of t.notes) {
+      if (n.itemSeq === undefined || n.fate.what !== "superseded" || n.fate.at !== r.seq) continue;
+      expect(runAt(events, r.old, n.itemSeq), `item ${n.itemSeq} of ${r.old} superseded by ${r.by} at seq ${r.seq}, but it is not of the run taken over (seq ${run})`).toBe(run);
     }
   }
 });

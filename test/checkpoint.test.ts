@@ -119,24 +119,24 @@ describe("checkpoints of the fold", () => {
     const layout = Object.fromEntries([...found].map(([path, keys]) => [path, [...keys].sort().join(" ")]).sort(([a], [b]) => a!.localeCompare(b!)));
     expect({ version: checkpointVersion, layout }).toEqual({
       "layout": {
-        "state": "aliases defaultBudget defaultStaleAfterMs delegations gateway gatewayWindows now parked parking processes releasedEarlier releasedOwners sessions settled superseded unaddressed",
+        "state": "aliases defaultBudget defaultStaleAfterMs delegations gateway gatewayWindows now parked parking processes releasedEarlier releasedOwners sessions settled superseded supersededItems unaddressed",
         "state.delegations{}": "failedTasks goal goals id owner resultMade",
         "state.gateway": "detailChars maxDetails windowMs",
         "state.gatewayWindows{}": "items key kind opensAt session",
         "state.gatewayWindows{}.items[]": "context event kind member owner seq",
-        "state.gatewayWindows{}.items[].context": "command consumed exited handedOff handoffNote notify owner ownerTask polledAfterExit startedAt watchDisabled",
+        "state.gatewayWindows{}.items[].context": "command consumed exited handedOff handoffNote notify owner ownerTask polledAfterExit run startedAt watchDisabled",
         "state.parked[]": "context event kind member owner parkedAt seq",
-        "state.parked[].context": "command consumed exited handedOff handoffNote notify owner ownerTask polledAfterExit startedAt watchDisabled",
+        "state.parked[].context": "command consumed exited handedOff handoffNote notify owner ownerTask polledAfterExit run startedAt watchDisabled",
         "state.parking": "perOwner total ttlMs",
-        "state.processes{}": "command consumed exited handedOff handoffNote notify owner ownerTask polledAfterExit startedAt watchDisabled",
+        "state.processes{}": "command consumed exited handedOff handoffNote notify owner ownerTask polledAfterExit run startedAt watchDisabled",
         "state.sessions{}": "budget busy closed inbox key open overBudget queue refilledAt route staleAfterMs successor surface tokens",
         "state.sessions{}.inbox[]": "consumer items kind",
         "state.sessions{}.inbox[].items[]": "context event kind member owner seq",
-        "state.sessions{}.inbox[].items[].context": "command consumed exited handedOff handoffNote notify owner ownerTask polledAfterExit startedAt watchDisabled",
+        "state.sessions{}.inbox[].items[].context": "command consumed exited handedOff handoffNote notify owner ownerTask polledAfterExit run startedAt watchDisabled",
         "state.sessions{}.route": "chat platform",
         "state.superseded{}": "at by",
       },
-      "version": 1,
+      "version": 2,
     });
   });
 });

@@ -75,6 +75,22 @@ describe("R33: superseded runs", () => {
     expect(explain(h.events, "p1").items.flatMap((s) => s.fates.map((f) => f.what))).toContain("superseded");
   });
 
+  it("takes over one run: an earlier run of the id that was never taken over keeps its watch hit (issue 59, shrunk by conform)", () => {
+    // p1 runs unaddressed and hits its watch; p1 starts again with an owner and replaces: p1,
+    // which is ignored (one of the two runs has no owner); then p2 replaces p1: that takes the
+    // second run over, not the first.
+    const h = new History().open("s1").start("p1", undefined).watch("p1", "first run's hit").start("p1", "s1", { replaces: "p1" }).start("p2", "s1", { replaces: "p1" }).drain("s1");
+    const turns = turnsOf(h);
+    expect(turns.map((t) => `${t.kind}:${t.members.join(",")}`)).toEqual(["watch:p1"]);
+    expect(turns[0]!.text).toContain("first run's hit");
+    const stories = explain(h.events, "p1").items;
+    expect(stories.flatMap((s) => s.fates.map((f) => f.what))).not.toContain("superseded");
+    // The second run's own items do go with it.
+    const second = new History().open("s1").start("p1", undefined).watch("p1", "first").start("p1", "s1", { replaces: "p1" }).watch("p1", "second").start("p2", "s1", { replaces: "p1" }).drain("s1");
+    expect(turnsOf(second).map((t) => t.text.includes("first") && !t.text.includes("second"))).toEqual([true]);
+    expect(fates(second, "p1")).toContain("superseded");
+  });
+
   it("drops a replaced item waiting in a gateway window", () => {
     const route = { platform: "slack", chatType: "dm", chatId: "c1" };
     const h = new History().add({ type: "session.opened", at: 0, session: "g", surface: "gateway", route }).start("old", "g").exit("old").start("new", "g", { replaces: "old" }).wait(1_000).drain("g");

@@ -33,10 +33,10 @@ export function stillSendable(state: State, item: Item): boolean {
 
 /** Why an item can no longer be sent, or undefined while it still can. */
 function moot(state: State, item: Item, proc = item.kind === "completion" ? state.processes.get(item.member!) : undefined): Fate | undefined {
-  if (state.superseded.size > 0 && item.member !== null && item.kind !== "delegation") {
-    // R33: an item made before a later run took its process over.
-    const replaced = state.superseded.get(item.member);
-    if (replaced !== undefined && item.seq < replaced.at) return { what: "superseded", by: replaced.by, at: replaced.at };
+  if (state.supersededItems.size > 0) {
+    // R33: an item of a run a later start took over while the item sat in a CLI inbox.
+    const replaced = state.supersededItems.get(item.seq);
+    if (replaced !== undefined) return { what: "superseded", by: replaced.by, at: replaced.at };
   }
   if (item.kind === "completion") {
     const consumed = proc?.consumed;

@@ -38,6 +38,7 @@ export function insertInOrder(queue: Item[], item: Item): void {
  * goes, and a delegation result is settled, so a later copy makes no turn.
  */
 export function release(state: State, item: Item): void {
+  if (state.supersededItems.size > 0) state.supersededItems.delete(item.seq);
   if (item.member === null) return;
   if (item.kind === "completion") {
     // The record goes only if it is this completion's own run: a later start of the same id

@@ -43,6 +43,11 @@ export interface ItemContext {
   readonly goals?: readonly string[];
   /** When its process started (event time): with the id, the identity the gateway remembers. */
   readonly startedAt?: number | undefined;
+  /**
+   * The seq of the `process.started` that began its process's run (undefined: no start was
+   * recorded). R33: `replaces` takes over one run, so only that run's items go.
+   */
+  readonly run?: number | undefined;
 }
 
 /** Something ready to notify (docs/rules.md). Its identity is the seq of the event that made it. */

@@ -22,6 +22,7 @@ function newProc(): Proc {
     consumed: undefined,
     polledAfterExit: undefined,
     handedOff: false,
+    run: undefined,
   };
 }
 
@@ -48,6 +49,7 @@ function startedProc(e: Stored<EventOf<"process.started">>, owner: string | unde
     consumed: known?.consumed,
     polledAfterExit: known?.polledAfterExit,
     handedOff: false,
+    run: e.seq,
   };
 }
 
@@ -106,12 +108,20 @@ function supersede(state: State, e: Stored<EventOf<"process.started">>, old: str
     out.note?.({ seq: e.seq, member: old, itemSeq: undefined, fate: { what: "replace-ignored", by: e.process, why } });
     return false;
   }
+  // One run is taken over: the one current now (its latest start). With no record (its
+  // completion settled), every item of the id that still waits is taken as before.
+  const run = state.processes.get(old)?.run;
   state.superseded.set(old, { by: e.process, at: e.seq });
   const fate = { what: "superseded", by: e.process, at: e.seq } as const;
-  takeItemsOf(state, old, owner ?? undefined, true, (item) => {
+  const ofRun = (item: Item) => item.member === old && item.kind !== "delegation" && (run === undefined || item.context.run === run);
+  takeItemsOf(state, ofRun, owner ?? undefined, true, (item) => {
     out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate });
     release(state, item);
   });
+  // What a CLI inbox already holds of that run is left out when its entry is dispatched.
+  for (const session of state.sessions.values()) {
+    for (const entry of session.inbox) for (const item of entry.items) if (ofRun(item)) state.supersededItems.set(item.seq, { by: e.process, at: e.seq });
+  }
   if (old !== e.process && state.processes.has(old)) forgetProcess(state, old, owner ?? undefined);
   return true;
 }
@@ -132,8 +142,7 @@ function reaches(state: State, from: string, to: string): boolean {
  * queue, the unaddressed queue, the parking lot, and with `windows` a gateway window) out
  * of where it waits, in log order, and hands each to `take`.
  */
-function takeItemsOf(state: State, process: string, owner: string | undefined, windows: boolean, take: (item: Item) => void): void {
-  const mine = (item: Item) => item.member === process && item.kind !== "delegation";
+function takeItemsOf(state: State, mine: (item: Item) => boolean, owner: string | undefined, windows: boolean, take: (item: Item) => void): void {
   const taken: Item[] = [];
   const sift = (queue: Item[]) => {
     let kept = 0;
@@ -187,7 +196,7 @@ export function processHandedOff(state: State, e: Stored<EventOf<"process.handed
   out.note?.({ seq: e.seq, member: e.process, itemSeq: undefined, fate });
   // What waits unadmitted moves, in log order; a gateway window's entries count as admitted.
   const moving: Item[] = [];
-  takeItemsOf(state, e.process, owner ?? undefined, false, (item) => moving.push(item));
+  takeItemsOf(state, (item) => item.member === e.process && item.kind !== "delegation", owner ?? undefined, false, (item) => moving.push(item));
   for (const item of moving) {
     out.note?.({ seq: e.seq, member: item.member, itemSeq: item.seq, fate });
     place(state, { ...item, owner: e.to }, e.seq, out);
@@ -250,7 +259,7 @@ export function processExited(state: State, e: Stored<EventOf<"process.exited">>
   // The exit may name the command when no start was recorded.
   const context: ItemContext =
     e.command !== undefined && e.command !== proc.command
-      ? { command: e.command, ownerTask: proc.ownerTask, handoffNote: proc.handoffNote, startedAt: proc.startedAt }
+      ? { command: e.command, ownerTask: proc.ownerTask, handoffNote: proc.handoffNote, startedAt: proc.startedAt, run: proc.run }
       : proc;
   place(state, makeItem(e, e.process, owner, context), e.seq, out);
 }

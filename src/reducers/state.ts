@@ -122,10 +122,16 @@ export interface State {
   readonly settled: Set<string>;
   /**
    * R33: processes a later run took over, with the run (`by`) and the seq of its start
-   * (`at`). Their items made before `at` are dropped, and a process other than `by` makes
-   * no item at all from then on. A new start of the id ends the entry.
+   * (`at`): a process other than `by` makes no item from then on. A new start of the id
+   * ends the entry.
    */
   readonly superseded: Map<string, { readonly by: string; readonly at: number }>;
+  /**
+   * R33: items of a taken-over run that were already in a CLI inbox when it was taken over
+   * (every other waiting item of that run is dropped then), by item seq, with the takeover.
+   * Each is left out at dispatch like a consumed one (R8, R9); it goes when the item does.
+   */
+  readonly supersededItems: Map<number, { readonly by: string; readonly at: number }>;
   /** Items with no owner, for the first session that drains. */
   readonly unaddressed: Item[];
   /** Items whose owner cannot be proven live, waiting for it to come back (R13). */
@@ -161,6 +167,7 @@ export function createState(parking: ParkingLimits = defaultParking, gateway: Ga
     releasedEarlier: new Map(),
     settled: new Set(),
     superseded: new Map(),
+    supersededItems: new Map(),
     unaddressed: [],
     parked: [],
     parking,
