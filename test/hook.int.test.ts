@@ -186,8 +186,12 @@ describe("turnfold hook install claude-code", () => {
     expect(first.stdout).toContain("added UserPromptSubmit");
     const settings = JSON.parse(readFileSync(file, "utf8")) as { permissions: unknown; hooks: Record<string, { hooks: { command: string }[] }[]> };
     expect(settings.permissions).toEqual(mine.permissions);
-    expect(settings.hooks["PreToolUse"]).toEqual(mine.hooks.PreToolUse);
-    expect(settings.hooks["Stop"]!.map((g) => g.hooks[0]!.command)).toEqual(["echo mine", "turnfold hook claude-code"]);
+    // The user's own hooks stay first; turnfold's follow (capture of background Bash, and the idle wake: issue 57).
+    expect(settings.hooks["PreToolUse"]!.slice(0, 1)).toEqual(mine.hooks.PreToolUse);
+    expect(settings.hooks["PreToolUse"]!.slice(1)).toEqual([{ matcher: "Bash", hooks: [{ type: "command", command: "turnfold hook claude-code", timeout: 30 }] }]);
+    expect(settings.hooks["PostToolUse"]).toEqual([{ matcher: "Bash", hooks: [{ type: "command", command: "turnfold hook claude-code", timeout: 30 }] }]);
+    expect(settings.hooks["Stop"]!.map((g) => g.hooks[0]!.command)).toEqual(["echo mine", "turnfold hook claude-code", "turnfold hook claude-code --wake"]);
+    expect(settings.hooks["Stop"]![2]!.hooks[0]).toMatchObject({ asyncRewake: true, timeout: 86_400 });
     expect(settings.hooks["SubagentStop"]).toBeUndefined();
     const again = cli(["hook", "install", "claude-code"], { cwd: project });
     expect(again.stdout).toContain("nothing changed");

@@ -12,6 +12,7 @@ import { logTarget, parseSession, stateDir } from "./mcp.js";
 interface HookOptions {
   db?: string;
   session?: string;
+  wake?: boolean;
 }
 
 const help = `
@@ -38,6 +39,7 @@ export function hookCommands(program: Command): void {
       .description(`answer one ${host} hook (${hookEvents(host).join(", ")}), its JSON read from stdin`)
       .option("--db <log>", "the log (default: TURNFOLD_DB, else turnfold.sqlite in the state folder, as turnfold mcp)")
       .option("--session <key>", host === "claude-code" ? "the session key (default: CLAUDE_CODE_SESSION_ID, else the hook's session_id)" : "the session key (default: named after the host's process, as turnfold mcp names it)", parseSession)
+      .option("--wake", "the idle wake (Claude Code's asyncRewake Stop hook): wait while the session's work runs, and hand over what becomes ready as one turn, exiting 2")
       .addHelpText("after", help)
       .action((options: HookOptions) => runCommand(() => answer(host, options)));
   }
@@ -84,6 +86,16 @@ async function answer(host: AgentHost, options: HookOptions): Promise<number> {
   // know, so only the host's process can name the session.
   const session = options.session ?? (host === "codex" ? codexKey(sessionId) : undefined) ?? sessionFromHost(process.env, host) ?? (host === "claude-code" ? sessionId : undefined);
   const target = logTarget(options.db, false);
+  const event = typeof value === "object" && value !== null ? (value as Record<string, unknown>)["hook_event_name"] : undefined;
+  // The host's own background commands (capture.ts) and the idle wake: only a running
+  // server of the session supervises and wakes, so without one they leave the host alone.
+  if (options.wake === true || event === "PreToolUse" || event === "PostToolUse") {
+    if (session === undefined || target === undefined) return 0;
+    const { hookSocketPath } = await import("../mcp/hook-socket.js");
+    const socket = hookSocketPath(stateDir(), target, session);
+    if (options.wake === true) return (await import("../mcp/wake.js")).wakeWhenReady(socket, (text) => new Promise<void>((resolve, reject) => process.stderr.write(text, (error) => (error ? reject(error) : resolve()))));
+    return (await import("../mcp/capture-hook.js")).captureHook(socket, value, host, print);
+  }
   // The session's running server answers the whole hook, with the fold it holds: this
   // process then loads no database and folds nothing (hook-socket.ts).
   if (session !== undefined && target !== undefined) {
@@ -139,5 +151,5 @@ async function install(file: string, command: string, host: AgentHost): Promise<
   }
   mkdirSync(dirname(writeTarget(file)), { recursive: true });
   replaceFile(file, formatJson(merged.settings) + "\n");
-  for (const event of merged.added) process.stdout.write(`${file}: added ${event} → ${command}\n`);
+  for (const hook of merged.added) process.stdout.write(`${file}: added ${hook}\n`);
 }

@@ -27,6 +27,7 @@ const commands: readonly { readonly names: readonly string[]; readonly load: () 
   { names: ["conform"], load: async () => (await import("./conform.js")).conformCommand },
   { names: ["mcp"], load: async () => (await import("./mcp.js")).mcpCommand },
   { names: ["hook"], load: async () => (await import("./hook.js")).hookCommands },
+  { names: ["capture"], load: async () => (await import("./capture.js")).captureCommand },
 ];
 
 // Replaying a long log allocates fast and keeps little alive: by default V8 lets the heap

@@ -261,7 +261,7 @@ export const BatchAccepted = event("batch.accepted", {
  * claim whose holder died can be told apart from one still being printed.
  */
 export const HandoverHolder = z.looseObject({
-  via: z.enum(["tool", "push", "resource", "hook"]),
+  via: z.enum(["tool", "push", "resource", "hook", "wake"]),
   hostEvent: z.string().min(1).optional(),
   agent: z.string().min(1).nullable(),
   pid: z.number().int().positive().optional(),
@@ -301,6 +301,24 @@ export const HostNotified = event("host.notified", {
   agent: id.optional(),
 });
 
+/**
+ * A background command the agent started with its host's own tool (Claude Code's `Bash`
+ * with `run_in_background`), as turnfold's hooks met it: `rewritten` (the PreToolUse hook
+ * gave the host a command that hands it to turnfold), `started` (that command ran: the
+ * work is `process`, supervised like any `start_process`), `dropped` (the host ran the
+ * original in the background anyway: it stays the host's), `denied` (after a drop, the
+ * hook refused the call and named `start_process`). The fold passes over it; it says which
+ * way each command went, so none goes unaccounted.
+ */
+export const HostCaptured = event("host.captured", {
+  session: id,
+  host: id,
+  tool: id,
+  toolUseId: id,
+  outcome: z.enum(["rewritten", "started", "dropped", "denied"]),
+  process: id.optional(),
+});
+
 export const TurnfoldEvent = z.discriminatedUnion("type", [
   SessionOpened,
   SessionCompressed,
@@ -333,6 +351,7 @@ export const TurnfoldEvent = z.discriminatedUnion("type", [
   HandoverHanded,
   HandoverReleased,
   HostNotified,
+  HostCaptured,
 ]);
 
 /** Any event of schema version 1, as a producer writes it (the log adds `seq`). */

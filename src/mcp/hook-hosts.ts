@@ -49,5 +49,33 @@ export function hooksInstalled(host: AgentHost | undefined, cwd: string, home: s
 
 /** The hook events turnfold answers for a host. */
 export function hookEvents(host: AgentHost): readonly string[] {
-  return [...hostHooks[host].turnEnded, hostHooks[host].promptSent];
+  return [...new Set(hookEntries(host).map((entry) => entry.event))];
+}
+
+/** One hook turnfold installs: the event, the tools it matches, what is added to `turnfold hook HOST`, and how the host runs it. */
+export interface HookEntry {
+  readonly event: string;
+  readonly matcher?: string;
+  readonly args?: string;
+  /** Claude Code: run in the background, and wake the model when it exits with 2. */
+  readonly asyncRewake?: boolean;
+  /** In seconds (Gemini CLI's settings count milliseconds: the writer converts). */
+  readonly timeout: number;
+}
+
+/**
+ * The hooks of each host. Claude Code also gets the capture of its own background `Bash`
+ * (PreToolUse, and PostToolUse to see a rewrite the host dropped: capture.ts) and the idle
+ * wake (an `asyncRewake` Stop hook that may wait as long as the work runs: wake.ts).
+ */
+export function hookEntries(host: AgentHost): readonly HookEntry[] {
+  const names = hostHooks[host];
+  const base: HookEntry[] = [...names.turnEnded.map((event) => ({ event, timeout: 30 })), { event: names.promptSent, timeout: 30 }];
+  if (host !== "claude-code") return base;
+  return [
+    ...base,
+    { event: "Stop", args: "--wake", asyncRewake: true, timeout: 86_400 },
+    { event: "PreToolUse", matcher: "Bash", timeout: 30 },
+    { event: "PostToolUse", matcher: "Bash", timeout: 30 },
+  ];
 }

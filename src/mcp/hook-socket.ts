@@ -133,3 +133,25 @@ export async function answerThroughServer(path: string, input: unknown, host: st
     socket.destroy();
   }
 }
+
+/**
+ * Sends one request to the server at `path` and reads its one answer: undefined when no
+ * server answered within `timeoutMs` (none runs, or it did not answer well).
+ */
+export async function requestServer(path: string, request: Record<string, unknown>, timeoutMs = 10_000): Promise<Record<string, unknown> | undefined> {
+  const socket = connect(path);
+  const next = jsonLines(socket);
+  const timer = setTimeout(() => socket.destroy(), timeoutMs);
+  try {
+    const connected = await new Promise<boolean>((resolve) => {
+      socket.once("connect", () => resolve(true));
+      socket.once("error", () => resolve(false));
+    });
+    if (!connected) return undefined;
+    socket.write(JSON.stringify(request) + "\n");
+    return await next();
+  } finally {
+    clearTimeout(timer);
+    socket.destroy();
+  }
+}

@@ -28,7 +28,7 @@ import type { DrainConsumer } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
 import type { AgentHost } from "./host.js";
 import { claimTurns, deliver, holder, type Claim } from "./handover.js";
-import { hookEvents, hostHooks } from "./hook-hosts.js";
+import { hookEntries, hostHooks } from "./hook-hosts.js";
 export { hookEvents, hooksInstalled, settingsFiles } from "./hook-hosts.js";
 
 /** The fields of a hook's input that turnfold reads (the three hosts share them); the rest is kept out of the way. */
@@ -157,11 +157,11 @@ interface HookGroup {
 }
 
 /**
- * A host's settings with turnfold's hook added for each event it answers, merged: every
- * entry already there stays as it is, and an event that already runs `command` is left
- * alone. The three hosts share this layout (`hooks.EVENT[].hooks[]`); Gemini CLI counts
- * a hook's timeout in milliseconds, the others in seconds. Returns the new settings and
- * the events it added the hook to.
+ * A host's settings with turnfold's hooks added (hook-hosts.ts, `hookEntries`), merged:
+ * every entry already there stays as it is, and a hook whose command is there already is
+ * left alone. The three hosts share this layout (`hooks.EVENT[].hooks[]`); Gemini CLI
+ * counts a hook's timeout in milliseconds, the others in seconds. Returns the new settings
+ * and what it added (`EVENT` or `EVENT(matcher)`, with the command).
  */
 export function withHooks(settings: Record<string, unknown>, command: string, host: AgentHost = "claude-code"): { settings: Record<string, unknown>; added: string[] } {
   const hooks = settings["hooks"];
@@ -169,14 +169,16 @@ export function withHooks(settings: Record<string, unknown>, command: string, ho
   if (hooks !== undefined && !plain(hooks)) throw new TypeError("hooks: expected an object of hook events");
   const merged: Record<string, unknown> = { ...(hooks as Record<string, unknown> | undefined) };
   const added: string[] = [];
-  const timeout = host === "gemini-cli" ? 30_000 : 30;
-  for (const event of hookEvents(host)) {
-    const groups = merged[event] ?? [];
-    if (!Array.isArray(groups)) throw new TypeError(`hooks.${event}: expected an array of hook groups`);
-    const present = (groups as HookGroup[]).some((group) => group?.hooks?.some((hook) => hook?.command === command));
+  for (const entry of hookEntries(host)) {
+    const groups = merged[entry.event] ?? [];
+    if (!Array.isArray(groups)) throw new TypeError(`hooks.${entry.event}: expected an array of hook groups`);
+    const run = entry.args === undefined ? command : `${command} ${entry.args}`;
+    const present = (groups as HookGroup[]).some((group) => group?.hooks?.some((hook) => hook?.command === run));
     if (present) continue;
-    merged[event] = [...groups, { hooks: [{ type: "command", command, timeout }] }];
-    added.push(event);
+    const timeout = host === "gemini-cli" ? entry.timeout * 1000 : entry.timeout;
+    const hook = { type: "command", command: run, timeout, ...(entry.asyncRewake ? { asyncRewake: true } : {}) };
+    merged[entry.event] = [...groups, { ...(entry.matcher !== undefined ? { matcher: entry.matcher } : {}), hooks: [hook] }];
+    added.push(`${entry.event}${entry.matcher !== undefined ? `(${entry.matcher})` : ""} → ${run}`);
   }
   return { settings: { ...settings, hooks: merged }, added };
 }

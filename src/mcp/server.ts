@@ -15,6 +15,7 @@
  * the log, shared with the session's hooks (handover.ts).
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { connect } from "node:net";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema, type ServerNotification } from "@modelcontextprotocol/sdk/types.js";
 import type { EventStore } from "../events/store.js";
@@ -63,6 +64,18 @@ export interface RunningMcpServer {
   close(): Promise<void>;
 }
 
+/** Whether a server answers at the socket `path` already. */
+function answering(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(path);
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
 /** The inbox resource of a session (`resource` mode). */
 export function inboxUri(session: string): string {
   return `turnfold://session/${encodeURIComponent(session)}/inbox`;
@@ -83,6 +96,23 @@ export async function startMcpServer(options: McpServerOptions, transport: Trans
   let opening: Promise<AgentSession> | undefined;
   let closing: Promise<void> | undefined;
   const stops: (() => void)[] = [];
+  // The session's hooks are answered on a socket (hook-socket.ts) from the moment the key
+  // is known: at the start when the host names it in the environment, so that a host's
+  // own background call is captured before any tool of turnfold's was called.
+  let hooksServed = false;
+  const serveHookSocket = async (key: string): Promise<void> => {
+    if (hooksServed || options.hookSocket === undefined || closing !== undefined) return;
+    hooksServed = true;
+    // A socket that cannot be made costs the hooks only their shortcut: they fold for themselves.
+    const hooks = await serveHooks(options.hookSocket(key), {
+      log: options.log,
+      session: key,
+      opened: () => agent,
+      open: () => open(),
+      mayHand: () => options.hooksMayHand?.(agent?.session ?? key) ?? true,
+    }).catch(() => undefined);
+    if (hooks !== undefined) stops.push(() => hooks.close());
+  };
   const open = (meta?: Readonly<Record<string, unknown>>): Promise<AgentSession> =>
     (opening ??= AgentSession.open({
       log: options.log,
@@ -98,16 +128,7 @@ export async function startMcpServer(options: McpServerOptions, transport: Trans
         if (closing === undefined) {
           if (options.push === "channel") stops.push(channelPush(server, opened, options));
           if (options.push === "resource") stops.push(announceInbox(opened, inbox));
-          if (options.hookSocket !== undefined) {
-            // A socket that cannot be made costs the hooks only their shortcut: they fold for themselves.
-            const hooks = await serveHooks(options.hookSocket(opened.session), {
-              log: options.log,
-              session: opened.session,
-              drain: (consumer) => opened.drainFor(consumer),
-              mayHand: () => options.hooksMayHand?.(opened.session) ?? true,
-            }).catch(() => undefined);
-            if (hooks !== undefined) stops.push(() => hooks.close());
-          }
+          await serveHookSocket(opened.session);
         }
         return opened;
       },
@@ -139,6 +160,8 @@ export async function startMcpServer(options: McpServerOptions, transport: Trans
   server.server.oninitialized = () => {
     // A host that names the conversation in its calls: the key is known at the first call.
     if (options.keyFromCall !== undefined) return;
+    // Another live server of the same key keeps its socket; this one serves it once it opens.
+    if (options.hookSocket !== undefined) void answering(options.hookSocket(options.session)).then((taken) => (taken ? undefined : serveHookSocket(options.session)));
     // A key the log has seen is a conversation resumed, never a health check: it opens at
     // once, so what waits for it (parked while no server ran) is ready for the host's
     // first hook.

@@ -193,14 +193,14 @@ export class AgentSession {
     });
   }
 
-  /** Called when items become ready for this session (as the runner sees them). */
-  onReady(listener: () => void): void {
-    this.#changeListeners.push(listener);
+  /** Called when items become ready for this session (as the runner sees them); returns what stops it. */
+  onReady(listener: () => void): () => void {
+    return listen(this.#changeListeners, listener);
   }
 
-  /** Called when one of this session's children exits (its exit may not be in the log yet). */
-  onChildExit(listener: () => void): void {
-    this.#exitListeners.push(listener);
+  /** Called when one of this session's children exits (its exit may not be in the log yet); returns what stops it. */
+  onChildExit(listener: () => void): () => void {
+    return listen(this.#exitListeners, listener);
   }
 
   /** Starts a child owned by this session. */
@@ -345,6 +345,14 @@ export class AgentSession {
       await this.#log.append([{ type: "session.closed", at: Date.now(), session: this.session, reason: "idle" }]).catch(() => undefined);
     }
   }
+}
+
+function listen(listeners: (() => void)[], listener: () => void): () => void {
+  listeners.push(listener);
+  return () => {
+    const at = listeners.indexOf(listener);
+    if (at >= 0) listeners.splice(at, 1);
+  };
 }
 
 function handed(record: StoredDispatch): HandedTurn {

@@ -73,6 +73,7 @@ export function step(state: State, event: Stored, out: Decisions): void {
     case "handover.handed":
     case "handover.released":
     case "host.notified":
+    case "host.captured":
       return;
   }
 }

@@ -113,6 +113,40 @@ for (const version of versions) {
       await w.close();
     });
 
+    // Issue 57: the host's own background Bash, captured by the PreToolUse hook.
+    const capturedArgs = [...printArgs, "--allowedTools", "Bash(turnfold capture:*)"];
+    const nativeEnv = { MCP_CONNECTION_NONBLOCKING: "0" };
+
+    it("native background Bash: captured as a turnfold process; no host task notice, one turnfold turn, and the log verifies", async () => {
+      const w = await world(bin, "native", { nativeBg: ["sleep 1; echo MARKER-$((100+23)) {tag}; exit 3"] });
+      const ran = await w.sh("claude", ["-p", "START-BG: one", ...capturedArgs], { env: nativeEnv });
+      const story = await w.story();
+      expect(w.model.exchanges.filter((e) => e.hostNotice), story + ran.stdout.slice(-3000)).toEqual([]);
+      await expectDelivered(w, 1);
+      const outcomes = (await w.events()).filter((e) => e.type === "host.captured").map((e) => (e as { outcome: string }).outcome);
+      expect(outcomes, story).toEqual(["rewritten", "started"]);
+      await w.close();
+    });
+
+    it("two native background jobs that end 50 ms apart while the agent is idle: exactly one wake, carrying both", async () => {
+      // Both end at fixed moments on the clock, 50 ms apart, however far apart the host started them.
+      const endNs = BigInt(Date.now() + 20_000) * 1_000_000n;
+      const until = (ns: bigint) => `while [ "$(date +%s%N)" -lt ${ns} ]; do sleep 0.01; done`;
+      const w = await world(bin, "native-two", {
+        nativeBg: [`${until(endNs)}; echo MARKER-$((100+23)) A; exit 3`, `${until(endNs + 50_000_000n)}; echo MARKER-$((100+23)) B`],
+      });
+      await w.sh("claude", ["-p", "START-BG: two", ...capturedArgs], { env: nativeEnv });
+      const story = await w.story();
+      const told = w.model.exchanges.filter((e) => e.agent && e.markerNew > 0);
+      expect(told.length, story).toBe(1);
+      expect(told[0]!.fresh, story).toMatch(/MARKER-123 A[\s\S]*MARKER-123 B|MARKER-123 B[\s\S]*MARKER-123 A/);
+      expect(w.model.exchanges.filter((e) => e.hostNotice), story).toEqual([]);
+      const vias = (await w.events()).filter((e) => e.type === "handover.claimed").map((e) => (e as { by: { via: string } }).by.via);
+      expect(vias, story).toEqual(["wake"]);
+      expect((await w.verify()).code).toBe(0);
+      await w.close();
+    });
+
     it("two conversations at once in one project: each gets its own process's exit, once", async () => {
       const w = await world(bin, "two", { replyDelayMs: 2500 });
       await Promise.all([w.sh("claude", ["-p", "START-BG: one", ...printArgs]), w.sh("claude", ["-p", "START-BG: two", ...printArgs])]);

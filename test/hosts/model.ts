@@ -36,6 +36,8 @@ export interface Script {
   readonly subagent?: boolean;
   /** Told the marker by a hook, call take_notifications once more before saying "done". */
   readonly takeOnMarker?: boolean;
+  /** Start these with the host's own Bash, in the background (`run_in_background`), all in one answer, then end the turn. */
+  readonly nativeBg?: readonly string[];
 }
 
 /** One conversation as the script reads it, whatever the API. */
@@ -65,6 +67,8 @@ export interface Exchange {
   /** The tag of the conversation's prompt (its first word after the trigger), and what was sent since the model last spoke. */
   readonly tag: string | undefined;
   readonly fresh: string;
+  /** Whether what was sent since the model last spoke carries a notice of the host's own (`<task-notification>`). */
+  readonly hostNotice: boolean;
   readonly answer: readonly Out[];
 }
 
@@ -128,6 +132,13 @@ function decide(script: Script, conversation: Conversation): Decided {
     if (script.takeAfterMs !== undefined && take !== undefined) return { rule: "started: take", out: call(take, {}), delayMs: script.takeAfterMs, subagent: false };
     if (script.bashSleep !== undefined && names.includes("Bash")) return { rule: "started: bash", out: call("Bash", { command: `sleep ${script.bashSleep}`, description: "other work" }), subagent: false };
     return { rule: "started: end", out: text("Started it in the background."), delayMs: script.replyDelayMs ?? 0, subagent: false };
+  }
+  if (script.nativeBg !== undefined && names.includes("Bash")) {
+    if (resultOf === "Bash") return { rule: "native: end", out: text("Started them in the background."), delayMs: script.replyDelayMs ?? 0, subagent: false };
+    if (promptAt >= 0 && !calledSincePrompt((n) => n === "Bash")) {
+      const tag = tagOf(messages) ?? "";
+      return { rule: "prompt: native bash", out: script.nativeBg.flatMap((c, i) => call("Bash", { command: c.replaceAll("{tag}", tag), description: `background job ${i + 1}`, run_in_background: true })), subagent: false };
+    }
   }
   if (promptAt >= 0 && !calledSincePrompt((n) => n.endsWith("start_process"))) {
     const searched = calledSincePrompt((n) => n === "ToolSearch");
@@ -314,7 +325,7 @@ export async function startModel(script: Script | ((conversation: Conversation) 
   const run = async (path: string, conversation: Conversation) => {
     const decided = typeof script === "function" ? script(conversation) : decide(script, conversation);
     const fresh = sinceModel(conversation.messages);
-    exchanges.push({ at: Date.now(), path, agent: conversation.tools.length > 0, rule: decided.rule, markerNew: occurrences(fresh, marker), subagent: decided.subagent, tag: tagOf(conversation.messages), fresh: fresh.slice(0, 4000), answer: decided.out });
+    exchanges.push({ at: Date.now(), path, agent: conversation.tools.length > 0, rule: decided.rule, markerNew: occurrences(fresh, marker), subagent: decided.subagent, tag: tagOf(conversation.messages), fresh: fresh.slice(0, 4000), hostNotice: fresh.includes("<task-notification"), answer: decided.out });
     if (decided.delayMs) await new Promise((resolve) => setTimeout(resolve, decided.delayMs));
     return decided.out;
   };
