@@ -229,6 +229,17 @@ describe("the idle wake", () => {
     const claims = (await c.events()).filter((e) => e.type === "handover.claimed");
     expect(claims.map((e) => (e as { by: { via: string } }).by.via)).toEqual(["wake"]);
     expect((await verify(c.db)).code).toBe(0);
+    // Had a Stop hook handed the same turn again, replay --verify would say so, naming both holders.
+    const claim = claims[0] as Stored & { records: number[] };
+    const log = await openLog(c.db);
+    await log.append([
+      { type: "handover.claimed", at: Date.now(), session: c.key, records: claim.records, claim: "again", by: { via: "hook", hostEvent: "Stop", agent: null } },
+      { type: "handover.handed", at: Date.now(), session: c.key, records: claim.records, claim: "again" },
+    ]);
+    await log.close();
+    const twice = await verify(c.db);
+    expect(twice.code).not.toBe(0);
+    expect(twice.stdout + twice.stderr).toMatch(/by wake Stop[\s\S]*by hook Stop|by hook Stop[\s\S]*by wake Stop/);
   });
 
   it("with nothing running and nothing ready, the wake ends at once with nothing (exit 0)", async () => {

@@ -147,6 +147,19 @@ for (const version of versions) {
       await w.close();
     });
 
+    it("a native job whose output the agent took (wait_process) before it ended: no wake and no turn", async () => {
+      const w = await world(bin, "native-read", { nativeBg: ["sleep 1; echo MARKER-$((100+23)) {tag}; exit 3"], nativeWait: true });
+      await w.sh("claude", ["-p", "START-BG: read", ...capturedArgs], { env: nativeEnv });
+      const story = await w.story();
+      // The marker reached the model once: in wait_process's result, not as a turn.
+      expect(w.model.exchanges.filter((e) => e.agent && e.markerNew > 0).map((e) => e.rule), story).toHaveLength(1);
+      const events = await w.events();
+      expect(events.filter((e) => e.type === "handover.claimed"), story).toEqual([]);
+      expect(events.some((e) => e.type === "process.consumed"), story).toBe(true);
+      expect(w.model.exchanges.filter((e) => e.hostNotice), story).toEqual([]);
+      await w.close();
+    });
+
     it("two conversations at once in one project: each gets its own process's exit, once", async () => {
       const w = await world(bin, "two", { replyDelayMs: 2500 });
       await Promise.all([w.sh("claude", ["-p", "START-BG: one", ...printArgs]), w.sh("claude", ["-p", "START-BG: two", ...printArgs])]);

@@ -38,6 +38,8 @@ export interface Script {
   readonly takeOnMarker?: boolean;
   /** Start these with the host's own Bash, in the background (`run_in_background`), all in one answer, then end the turn. */
   readonly nativeBg?: readonly string[];
+  /** After the native start, wait for the process with wait_process (its id read from the Bash result) before ending the turn. */
+  readonly nativeWait?: boolean;
 }
 
 /** One conversation as the script reads it, whatever the API. */
@@ -134,7 +136,15 @@ function decide(script: Script, conversation: Conversation): Decided {
     return { rule: "started: end", out: text("Started it in the background."), delayMs: script.replyDelayMs ?? 0, subagent: false };
   }
   if (script.nativeBg !== undefined && names.includes("Bash")) {
-    if (resultOf === "Bash") return { rule: "native: end", out: text("Started them in the background."), delayMs: script.replyDelayMs ?? 0, subagent: false };
+    const waitTool = tool("wait_process");
+    if (script.nativeWait && (resultOf === "Bash" || resultOf === "ToolSearch")) {
+      const started = messages.flatMap((m) => m.results).map((r) => /as process (\S+) \(/.exec(r.text)?.[1]).find((id) => id !== undefined);
+      // Claude Code 2.1.332 defers MCP tools: the model fetches the one it needs first.
+      const deferred = waitTool === undefined || conversation.tools.find((t) => t.name === waitTool)!.deferred;
+      if (started !== undefined && deferred && resultOf === "Bash" && names.includes("ToolSearch")) return { rule: "native: tool search", out: call("ToolSearch", { query: `select:${waitTool ?? "mcp__turnfold__wait_process"}` }), subagent: false };
+      if (started !== undefined && waitTool !== undefined) return { rule: "native: wait", out: call(waitTool, { process: started, timeout_ms: 20000 }), subagent: false };
+    }
+    if (resultOf === "Bash" || resultOf?.endsWith("wait_process")) return { rule: "native: end", out: text("Started them in the background."), delayMs: script.replyDelayMs ?? 0, subagent: false };
     if (promptAt >= 0 && !calledSincePrompt((n) => n === "Bash")) {
       const tag = tagOf(messages) ?? "";
       return { rule: "prompt: native bash", out: script.nativeBg.flatMap((c, i) => call("Bash", { command: c.replaceAll("{tag}", tag), description: `background job ${i + 1}`, run_in_background: true })), subagent: false };
