@@ -28,6 +28,7 @@ const commands: readonly { readonly names: readonly string[]; readonly load: () 
   { names: ["mcp"], load: async () => (await import("./mcp.js")).mcpCommand },
   { names: ["hook"], load: async () => (await import("./hook.js")).hookCommands },
   { names: ["capture"], load: async () => (await import("./capture.js")).captureCommand },
+  { names: ["install", "uninstall", "doctor"], load: async () => (await import("./install.js")).installCommands },
 ];
 
 // Replaying a long log allocates fast and keeps little alive: by default V8 lets the heap

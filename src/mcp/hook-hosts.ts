@@ -35,6 +35,14 @@ export const settingsFiles: Record<AgentHost, string> = {
  */
 export function hooksInstalled(host: AgentHost | undefined, cwd: string, home: string): boolean {
   const hosts = host === undefined ? (Object.keys(settingsFiles) as AgentHost[]) : [host];
+  // Claude Code's plugin (turnfold install claude-code) holds its hooks in a folder of its own.
+  if (hosts.includes("claude-code")) {
+    try {
+      if (readFileSync(join(home, ".claude", "skills", "turnfold", "hooks", "hooks.json"), "utf8").includes("turnfold hook")) return true;
+    } catch {
+      // not installed as a plugin
+    }
+  }
   for (const known of hosts) {
     for (const base of [cwd, home]) {
       try {

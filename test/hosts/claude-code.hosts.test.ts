@@ -5,6 +5,8 @@
  * subagents, and runs `replay --verify`, which fails on a turn handed over twice or to a
  * subagent. Run by `npm run test:hosts`.
  */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { claudeEnv, exitLogged, expectDelivered, installed, World } from "./harness.js";
 import type { Script } from "./model.js";
@@ -157,6 +159,23 @@ for (const version of versions) {
       expect(events.filter((e) => e.type === "handover.claimed"), story).toEqual([]);
       expect(events.some((e) => e.type === "process.consumed"), story).toBe(true);
       expect(w.model.exchanges.filter((e) => e.hostNotice), story).toEqual([]);
+      await w.close();
+    });
+
+    it("from an empty HOME, turnfold install alone closes the loop (the plugin); uninstall leaves the settings as they were", async () => {
+      const w = await World.create("claude-install", bin, { nativeBg: ["sleep 1; echo MARKER-$((100+23)) {tag}; exit 3"] }, claudeEnv);
+      const settings = () => ["settings.json", "settings.local.json"].map((f) => join(w.home, ".claude", f)).map((f) => (existsSync(f) ? readFileSync(f, "utf8") : null));
+      const before = settings();
+      const installed = await w.sh("turnfold", ["install", "claude-code"]);
+      expect(installed.code, installed.stderr).toBe(0);
+      await w.sh("claude", ["-p", "START-BG: installed", "--output-format", "stream-json", "--verbose", "--allowedTools", "mcp__plugin_turnfold_turnfold", "Bash(turnfold capture:*)"], { env: nativeEnv });
+      const story = await w.story();
+      expect(w.model.exchanges.filter((e) => e.hostNotice), story).toEqual([]);
+      await expectDelivered(w, 1);
+      const removed = await w.sh("turnfold", ["uninstall", "claude-code"]);
+      expect(removed.code, removed.stderr).toBe(0);
+      expect(existsSync(join(w.home, ".claude", "skills", "turnfold"))).toBe(false);
+      expect(settings()).toEqual(before);
       await w.close();
     });
 
