@@ -193,7 +193,7 @@ export async function foldBench(): Promise<Row[]> {
 async function cliReplayRows(path: string): Promise<Row[]> {
   const events = 3_000_000;
   await writeLog(path, workload(events, 1000));
-  const cli = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
+  const cli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
   const raw = fileURLToPath(new URL("./raw-read.js", import.meta.url));
   const replay = await measuredChild([cli, "replay", path, "--json"]);
   const read = await measuredChild([raw, path]);

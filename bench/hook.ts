@@ -19,7 +19,7 @@ import { liveTurns } from "../src/projections/live.js";
 import { Projection } from "../src/projections/project.js";
 import { fmt, median, type Row } from "./harness.js";
 
-const cli = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
+const cli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
 const rounds = 5;
 
 /** Wall time of a command, in ms; rejects when it exits non-zero. */

@@ -17,7 +17,7 @@ import { openLog } from "../src/open.js";
 import { readAll } from "../src/events/log.js";
 import { fmt, median, type Row } from "./harness.js";
 
-const cli = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
+const cli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
 const pollMs = 5_000;
 // 200: with fewer, the p99 is the single worst exit.
 const samples = 200;

@@ -14,7 +14,7 @@ import { openLog } from "../src/open.js";
 import { workload } from "../src/testing/workload.js";
 import { fmt, measuredChild, peakProbe, type Row } from "./harness.js";
 
-const cli = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
+const cli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
 const events = 1_000_000;
 
 /** `turnfold run` until it says it caught up, then SIGINT; its peak RSS in MB. */

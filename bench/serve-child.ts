@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { sseReader } from "../src/testing/sse.js";
 
 export const producerToken = "bench-producer-token-5b1e0c";
-const cli = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
+const cli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
 
 export interface Server {
   readonly url: string;

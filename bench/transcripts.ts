@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { fmt, measuredChild, type Row } from "./harness.js";
 
 const fixtures = fileURLToPath(new URL("../../test/fixtures/claude-code", import.meta.url));
-const cli = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
+const cli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
 
 /** A projects folder of `copies` × the fixtures' sessions, each under a session id of its own. */
 function projects(dir: string, copies: number): number {

@@ -89,7 +89,7 @@ describe("the packed package", () => {
   }, 70_000);
 
   it("installs the command, and the JSON Schema as an export", () => {
-    const help = spawnSync(process.execPath, [join("node_modules", "turnfold", "dist", "src", "cli", "main.js"), "--help"], { cwd: scratch, encoding: "utf8" });
+    const help = spawnSync(process.execPath, [join("node_modules", "turnfold", "dist", "cli", "main.js"), "--help"], { cwd: scratch, encoding: "utf8" });
     expect(help.status).toBe(0);
     expect(help.stdout).toContain("replay");
     const schema = spawnSync(process.execPath, ["--input-type=module", "-e", 'import s from "turnfold/events.schema.json" with { type: "json" }; console.log(s.oneOf.length)'], {
@@ -121,7 +121,7 @@ describe("the packed package", () => {
       { seq: 3, at: 3, type: "drain", session: "s1", consumer: "tui-poller" },
     ];
     writeFileSync(join(scratch, "history.jsonl"), history.map((e) => JSON.stringify(e)).join("\n") + "\n");
-    const bin = join("node_modules", "turnfold", "dist", "src", "cli", "main.js");
+    const bin = join("node_modules", "turnfold", "dist", "cli", "main.js");
     const run = spawnSync(process.execPath, [bin, "report", "history.jsonl", "-o", "report.html"], { cwd: scratch, encoding: "utf8" });
     expect(run.status, run.stderr).toBe(0);
     expect(run.stderr).toMatch(/1 lane, 1 turn, 0 items without a turn, 3 events/);

@@ -36,7 +36,7 @@ describe("hook install keeps what an editor keeps", () => {
     const after = statSync(file);
     expect(after.mode & 0o777).toBe(0o600);
     if (process.getuid?.() === 0) expect([after.uid, after.gid]).toEqual([4321, 4321]);
-    expect(JSON.parse(readFileSync(file, "utf8")).hooks.Stop).toHaveLength(1);
+    expect(JSON.parse(readFileSync(file, "utf8")).hooks.Stop).toHaveLength(2); // the hand-over and the idle wake
     // Nothing of the write is left beside it.
     expect(readdirSync(join(root, ".claude"))).toEqual(["settings.json"]);
   });
@@ -55,7 +55,7 @@ describe("hook install keeps what an editor keeps", () => {
     expect(readlinkSync(link)).toBe(real);
     const written = JSON.parse(readFileSync(real, "utf8"));
     expect(written.model).toBe("x");
-    expect(Object.keys(written.hooks)).toEqual(["Stop", "UserPromptSubmit"]);
+    expect(Object.keys(written.hooks)).toEqual(["Stop", "UserPromptSubmit", "PreToolUse", "PostToolUse"]);
   });
 
   it("numbers come back as written: big integers, exponents past a double, fractions", () => {

@@ -7,7 +7,7 @@ import { JsonlProblems, decodeStoredJsonlStream, fileNumbering } from "../events
 import { readPaged, readPages } from "../events/log.js";
 import type { Stored } from "../events/schema.js";
 import { isPostgresUrl, redactUrl } from "../events/urls.js";
-import { openLog } from "../open.js";
+import type { openLog as OpenLog } from "../open.js";
 import { formatProblem, isValidEvent, validateEvent } from "../events/validate.js";
 import { InputError, requireFile } from "./io.js";
 import type { ExplainSource } from "../projections/explain.js";
@@ -51,7 +51,7 @@ export function looksLikeSqlite(path: string): boolean {
 /** Opens a history; a missing file, a folder or an unreadable log is an `InputError` here, before any output. Messages name it `shown` (`stdin`, say). */
 export async function openHistory(path: string, shown = path): Promise<History> {
   if (isPostgresUrl(path) || looksLikeSqlite(path)) {
-    const log = await openLog(path, { create: false });
+    const log = await (await import("../open.js")).openLog(path, { create: false });
     const size = await log.lastSeq();
     const hasRecords = async () => (await log.readPage({ type: "notification.dispatched", limit: 1 })).length > 0;
     return { size, hasRecords, pages: logPages(log, path), records: () => recordsOf(path) };
@@ -80,7 +80,7 @@ export interface IndexedLog {
 /** Opens `path` as an `IndexedLog` when it is a SQLite file or a PostgreSQL URL; undefined for a JSONL file. */
 export async function openIndexedLog(path: string): Promise<IndexedLog | undefined> {
   if (!isPostgresUrl(path) && !looksLikeSqlite(path)) return undefined;
-  const log = await openLog(path, { create: false });
+  const log = await (await import("../open.js")).openLog(path, { create: false });
   const check = checker(path);
   const source: ExplainSource = {
     readPage: async (options) => {
@@ -94,7 +94,7 @@ export async function openIndexedLog(path: string): Promise<IndexedLog | undefin
   return { source, size: await log.lastSeq(), close: () => log.close() };
 }
 
-async function* logPages(log: Awaited<ReturnType<typeof openLog>>, path: string): AsyncGenerator<readonly Stored[]> {
+async function* logPages(log: Awaited<ReturnType<typeof OpenLog>>, path: string): AsyncGenerator<readonly Stored[]> {
   const check = checker(path);
   try {
     if (log.scanPages) {
@@ -115,7 +115,7 @@ async function* logPages(log: Awaited<ReturnType<typeof openLog>>, path: string)
 }
 
 async function* recordsOf(path: string): AsyncGenerator<Stored> {
-  const log = await openLog(path, { create: false });
+  const log = await (await import("../open.js")).openLog(path, { create: false });
   try {
     yield* readPaged((options) => log.readPage(options), { type: "notification.dispatched", limit: pageSize });
   } finally {

@@ -7,7 +7,8 @@ import { prepareEvents } from "./validate.js";
 import { OutputContext } from "./redact-stream.js";
 import { checkAddressed, ownersOf } from "./addressed.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
-import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
+import { readPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
+import { tailPaged } from "./tail.js";
 import {
   applyInline,
   checkProjections,

@@ -17,7 +17,8 @@ import { Kysely, SqliteDialect, SqliteDriver, CompiledQuery, type DatabaseConnec
 import { Subject, interval, merge, filter, map, type Observable } from "rxjs";
 import { logError } from "./errors.js";
 import { RecentBodies } from "./recent.js";
-import { readPaged, tailPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
+import { readPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
+import { tailPaged } from "./tail.js";
 import { applicationName, listingIndex, migrate, prepareProjections, sqliteReplaces, sqliteSubject, type LayoutHost, type LogDatabase } from "./migrations.js";
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { prepareEvents } from "./validate.js";

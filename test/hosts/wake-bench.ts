@@ -9,6 +9,7 @@
  * model's request that tells it), p50 and p99, and how many wakes a batch of three jobs
  * that end at the same moment costs. Ratios are what count on a shared machine.
  */
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { claudeEnv, installed, World } from "./harness.js";
@@ -31,7 +32,18 @@ async function once(bin: string, mode: Mode, jobs: number): Promise<{ latencyMs:
       const done = await w.sh("turnfold", ["install", "claude-code"]);
       if (done.code !== 0) throw new Error(`install failed: ${done.stderr}`);
     }
-    await w.sh("claude", ["-p", "START-BG: bench", "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash", "mcp__plugin_turnfold_turnfold"], { env: { MCP_CONNECTION_NONBLOCKING: "0" } });
+    // The conversation stays open (its input is a stream), as a user's session does, until the
+    // jobs ended and a wake came, or 30 s passed; then its input ends.
+    const claude = spawn("claude", ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash", "mcp__plugin_turnfold_turnfold"], { cwd: w.project, env: { ...w.env, MCP_CONNECTION_NONBLOCKING: "0" }, stdio: ["pipe", "ignore", "ignore"] });
+    const closed = new Promise((resolve) => claude.on("close", resolve));
+    claude.stdin.write(JSON.stringify({ type: "user", message: { role: "user", content: "START-BG: bench" } }) + "\n");
+    const told = () => w.model.exchanges.filter((e) => e.agent && (mode === "host" ? e.hostNotice : e.markerNew > 0)).length;
+    for (const deadline = Date.now() + 45_000; Date.now() < deadline && told() < 1; ) await new Promise((r) => setTimeout(r, 200));
+    // Time for any further wakes of the batch to come.
+    await new Promise((r) => setTimeout(r, 3_000));
+    claude.stdin.end();
+    await Promise.race([closed, new Promise((r) => setTimeout(r, 20_000))]);
+    claude.kill("SIGKILL");
     const ends = Array.from({ length: jobs }, (_, i) => {
       try {
         return Number(readFileSync(join(w.project, `end-${i}`), "utf8").trim());

@@ -2,7 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { join } from "node:path";
 
 /** The built command: `npm test` builds it first, so tests run what a user runs. */
-export const cliEntry = join(import.meta.dirname, "..", "..", "dist", "src", "cli", "main.js");
+export const cliEntry = join(import.meta.dirname, "..", "..", "dist", "cli", "main.js");
 
 export interface CliResult {
   readonly code: number | null;
