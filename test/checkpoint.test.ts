@@ -129,14 +129,14 @@ describe("checkpoints of the fold", () => {
         "state.parked[].context": "command consumed exited handedOff handoffNote notify owner ownerTask polledAfterExit run startedAt watchDisabled",
         "state.parking": "perOwner total ttlMs",
         "state.processes{}": "command consumed exited handedOff handoffNote notify owner ownerTask polledAfterExit run startedAt watchDisabled",
-        "state.sessions{}": "budget busy closed inbox key open overBudget queue refilledAt route staleAfterMs successor surface tokens",
+        "state.sessions{}": "budget busy closed inbox key lastActAt open overBudget queue refilledAt route staleAfterMs successor surface tokens",
         "state.sessions{}.inbox[]": "consumer items kind",
         "state.sessions{}.inbox[].items[]": "context event kind member owner seq",
         "state.sessions{}.inbox[].items[].context": "command consumed exited handedOff handoffNote notify owner ownerTask polledAfterExit run startedAt watchDisabled",
         "state.sessions{}.route": "chat platform",
         "state.superseded{}": "at by",
       },
-      "version": 2,
+      "version": 3,
     });
   });
 });

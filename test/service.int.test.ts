@@ -441,14 +441,16 @@ describe("turnfold run", () => {
     const received: string[] = [];
     const receiver = await startReceiver({ port: 0, onTurn: (turn) => void received.push(turn.key) });
     const log = await openLog(db);
-    await log.append([{ type: "session.opened", at: 1, session: "s1", surface: "tui" }, exit("r1", "s1"), { type: "drain", at: 2, session: "s1", consumer: "tui-poller" }]);
+    // Times by the clock: a session last seen in 1970 would be closed as idle (R36).
+    const t0 = Date.now();
+    await log.append([{ type: "session.opened", at: t0, session: "s1", surface: "tui" }, exit("r1", "s1"), { type: "drain", at: t0 + 2, session: "s1", consumer: "tui-poller" }]);
     const first = cliLive(["run", "--db", db, "--url", receiver.url, "--json"]);
     const deadline = Date.now() + 20_000;
     while (received.length < 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     first.kill("SIGTERM");
     const firstCode = await new Promise<number | null>((resolve) => first.on("exit", resolve));
     expect(firstCode).toBe(0);
-    await log.append([exit("r2", "s1"), { type: "drain", at: 3, session: "s1", consumer: "tui-poller" }]);
+    await log.append([exit("r2", "s1"), { type: "drain", at: Date.now(), session: "s1", consumer: "tui-poller" }]);
     const second = cliLive(["run", "--db", db, "--url", receiver.url]);
     while (received.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     second.kill("SIGINT");
@@ -595,8 +597,9 @@ describe("run's catch-up in one line (issue 48)", () => {
   it("the turns recorded while catching up with the log are one caught-up line with their count; a turn after it is a line of its own", async () => {
     const db = freshDb();
     const log = await openLog(db);
-    const events: TurnfoldEvent[] = [{ type: "session.opened", at: 1, session: "c1", surface: "tui" }];
-    for (let i = 0; i < 40; i++) events.push(exit(`c${i}`, "c1"), { type: "drain", at: 2 + i, session: "c1", consumer: "tui-poller" });
+    const t0 = Date.now();
+    const events: TurnfoldEvent[] = [{ type: "session.opened", at: t0, session: "c1", surface: "tui" }];
+    for (let i = 0; i < 40; i++) events.push(exit(`c${i}`, "c1"), { type: "drain", at: t0 + 2 + i, session: "c1", consumer: "tui-poller" });
     await log.append(events);
     const run = cliLive(["run", "--db", db, "--json"]);
     let stderr = "";

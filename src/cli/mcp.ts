@@ -9,7 +9,7 @@ import { pushModes, type PushMode } from "../mcp/modes.js";
 import type { HeldKey } from "../mcp/key-lock.js";
 import { agentHosts, codexThreadKey, hostOf, sessionFromHost, sessionKey, type AgentHost } from "../mcp/host.js";
 import { reporter, runCommand, stopSignal, stopped } from "./io.js";
-import { outputTailOption, parseDuration, positiveInt, staleAfterOption } from "./options.js";
+import { idleClose, idleCloseOption, outputTailOption, parseDuration, positiveInt, staleAfterOption } from "./options.js";
 
 interface McpOptions {
   db?: string;
@@ -20,6 +20,7 @@ interface McpOptions {
   outputTail?: number;
   staleAfter?: number;
   giveUpAfter?: number;
+  idleClose?: number;
 }
 
 /** Where turnfold keeps its state: `$XDG_STATE_HOME/turnfold`, else `~/.local/state/turnfold`. */
@@ -76,6 +77,7 @@ export function mcpCommand(program: Command): void {
     .addOption(outputTailOption())
     .addOption(staleAfterOption())
     .option("--give-up-after <duration>", "exit 1 once the log has been unreachable this long (say 30s, 5m); by default wait and retry for ever", parseDuration)
+    .addOption(idleCloseOption())
     .addHelpText("after", help)
     .action((options: McpOptions) =>
       runCommand(async () => {
@@ -119,6 +121,7 @@ export function mcpCommand(program: Command): void {
             ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}),
             ...(options.staleAfter !== undefined ? { staleAfterMs: options.staleAfter } : {}),
             ...(options.giveUpAfter !== undefined ? { giveUpAfterMs: options.giveUpAfter } : {}),
+            ...idleClose(options.idleClose),
           },
           new StdioServerTransport(),
         );

@@ -82,6 +82,27 @@ export function formatDuration(ms: number): string {
   return ms % 60_000 === 0 ? `${ms / 60_000}m` : ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
 }
 
+/**
+ * `--idle-close DURATION|off` (R36): a live runner closes, as idle, a session whose own last
+ * act is older than this. Default 7d; `off` never does. Returns ms, 0 for off.
+ */
+export function idleCloseOption(): Option {
+  return new Option("--idle-close <duration>", "close a session as idle (recorded, R36) once its own last act is older than this: 12h, 7d, 90m; off: never").default(7 * 24 * 60 * 60 * 1000, "7d").argParser(parseIdleClose);
+}
+
+export function parseIdleClose(value: string): number {
+  if (value.trim() === "off") return 0;
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(value.trim());
+  const ms = match ? Number(match[1]) * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const)[match[2] as "ms" | "s" | "m" | "h" | "d"] : NaN;
+  if (!Number.isFinite(ms) || ms <= 0) throw new InvalidArgumentError(`expected a duration above 0 with its unit (90m, 12h, 7d) or off, got "${value}"`);
+  return Math.round(ms);
+}
+
+/** The runner's R36 setting from `--idle-close`: none for off. */
+export function idleClose(ms: number | undefined): { idleCloseMs?: number } {
+  return ms === undefined || ms === 0 ? {} : { idleCloseMs: ms };
+}
+
 /** `--output-tail N`: characters of each member's output a turn's text shows (default 2,000). */
 export function outputTailOption(): Option {
   return new Option("--output-tail <chars>", "show at most the last CHARS characters of each member's output in a turn's text (the cut is said); default 2000").argParser(positiveInt);

@@ -6,11 +6,12 @@ import type { Pipeline, PipelineEvent } from "../service/pipeline.js";
 import type { TurnfoldLog } from "../open.js";
 import { shownSinkUrl } from "../sinks/http.js";
 import { InputError, listenError, reporter, runCommand, stopSignal, stopped } from "./io.js";
-import { checkSinkUrl, dbOption, foldOptions, outputTailOption, parseDuration, staleAfterOption, portNumber, positiveInt } from "./options.js";
+import { checkSinkUrl, dbOption, foldOptions, idleClose, idleCloseOption, outputTailOption, parseDuration, staleAfterOption, portNumber, positiveInt } from "./options.js";
 
 interface RunOptions {
   db: string;
   giveUpAfter?: number;
+  idleClose?: number;
   outputTail?: number;
   staleAfter?: number;
   url?: string;
@@ -36,6 +37,7 @@ export function runCommands(program: Command): void {
     .addOption(outputTailOption())
     .addOption(staleAfterOption())
     .option("--give-up-after <duration>", "exit 1 once the log has been unreachable this long (say 30s, 5m); by default wait and retry for ever", parseDuration)
+    .addOption(idleCloseOption())
     .action((options: RunOptions, command: Command) => {
       checkSinkUrl(command, options.url);
       return runCommand(async () => {
@@ -65,6 +67,7 @@ export function runCommands(program: Command): void {
     .addOption(outputTailOption())
     .addOption(staleAfterOption())
     .option("--give-up-after <duration>", "exit 1 once the log has been unreachable this long (say 30s, 5m); by default wait and retry for ever", parseDuration)
+    .addOption(idleCloseOption())
     .action((options: ServeOptions, command: Command) => {
       checkSinkUrl(command, options.url);
       return runCommand(async () => {
@@ -144,8 +147,8 @@ function producerTokenOf(file: string | undefined): string {
   return token;
 }
 
-function giveUp(options: RunOptions): { giveUpAfterMs?: number } {
-  return options.giveUpAfter === undefined ? {} : { giveUpAfterMs: options.giveUpAfter };
+function giveUp(options: RunOptions): { giveUpAfterMs?: number; idleCloseMs?: number } {
+  return { ...(options.giveUpAfter === undefined ? {} : { giveUpAfterMs: options.giveUpAfter }), ...idleClose(options.idleClose) };
 }
 
 /**

@@ -47,6 +47,8 @@ export interface McpServerOptions {
   readonly outputTail?: number;
   readonly staleAfterMs?: number;
   readonly giveUpAfterMs?: number;
+  /** R36: the session's runner closes sessions idle this long (ms). */
+  readonly idleCloseMs?: number;
   /** Whether the host runs turnfold's hooks (the model is then told that results come back at its stops). */
   readonly hooks?: boolean;
   /** Where the session of `key` answers its hooks (hook-socket.ts); none: it does not. */
@@ -121,6 +123,7 @@ export async function startMcpServer(options: McpServerOptions, transport: Trans
       ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}),
       ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}),
       ...(options.giveUpAfterMs !== undefined ? { giveUpAfterMs: options.giveUpAfterMs } : {}),
+      ...(options.idleCloseMs !== undefined ? { idleCloseMs: options.idleCloseMs } : {}),
     }).then(
       async (opened) => {
         agent = opened;

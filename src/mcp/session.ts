@@ -70,6 +70,8 @@ export interface AgentSessionOptions {
   readonly staleAfterMs?: number;
   /** Stop (see `failed`) once the log has been unreachable this long, in ms. Default: never. */
   readonly giveUpAfterMs?: number;
+  /** R36: the runner closes sessions idle this long (ms). Default: never. */
+  readonly idleCloseMs?: number;
   /** How long a hand-over waits for the runner to catch up, in ms. Default 10000. */
   readonly catchUpMs?: number;
 }
@@ -141,6 +143,7 @@ export class AgentSession {
       ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}),
       ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}),
       ...(options.giveUpAfterMs !== undefined ? { giveUpAfterMs: options.giveUpAfterMs } : {}),
+      ...(options.idleCloseMs !== undefined ? { idleCloseMs: options.idleCloseMs } : {}),
       onUnavailable: (error) => options.report?.({ event: "db-unavailable", error: (error as Error).message ?? String(error) }),
       onRecovered: (downMs) => options.report?.({ event: "db-recovered", downMs }),
       idle: (seq, view) => this.#idle(seq, view),

@@ -62,7 +62,20 @@ export interface LiveOptions extends ProjectionOptions {
    * took at least ten times as long as writing the last one did. Default 20,000; 0: never.
    */
   readonly checkpointEvery?: number;
+  /**
+   * R36: close a session as idle once its own last act (its opening, a drain, input taken,
+   * a turn's start or end, a compression, a hand-off it made) is older than this many ms by
+   * the runner's clock. The close is a recorded `session.closed` with reason `idle`,
+   * appended as the runner records any decision, so replay stays exact; its waiting items
+   * then park (R13). Off unless set (`turnfold mcp`, `serve` and `run` set `idleCloseDefaultMs`).
+   */
+  readonly idleCloseMs?: number;
+  /** The runner's clock, for R36 (default `Date.now`). */
+  readonly now?: () => number;
 }
+
+/** The idle close that `turnfold mcp`, `serve` and `run` use unless told otherwise (R36): 7 days. */
+export const idleCloseDefaultMs = 7 * 24 * 60 * 60 * 1000;
 
 /** The part of the store port that keeps checkpoints: a live runner on a log without it keeps none. */
 type CheckpointStore = Pick<EventStore, "saveCheckpoint" | "checkpoint">;
@@ -254,6 +267,16 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
     if (changed) {
       changed = false;
       continue;
+    }
+    if (options.idleCloseMs !== undefined) {
+      // R36: recorded, as any decision, after everything up to here (a conflict means
+      // someone appended meanwhile: read on, and judge again from there).
+      const now = (options.now ?? Date.now)();
+      const idle = projection.query.idleSince(now - options.idleCloseMs);
+      if (idle.length > 0) {
+        await guarded(() => log.appendAfter(next - 1, idle.map((session) => ({ type: "session.closed" as const, at: now, session, reason: "idle" as const }))));
+        continue;
+      }
     }
     options.idle?.(next - 1, { ready: (session) => projection.ready(session) });
     // Every turn decided up to here is recorded up to here: a checkpoint here loses none.

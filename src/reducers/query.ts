@@ -53,6 +53,16 @@ export class FoldQuery {
     return lineageTip(this.#state, key)?.key;
   }
 
+  /**
+   * R36: the live sessions whose own last act is older than `before` (event time), in key
+   * order: those a live runner with `idleCloseMs` closes as idle.
+   */
+  idleSince(before: number): string[] {
+    const idle: string[] = [];
+    for (const session of this.#state.sessions.values()) if (isLive(session) && session.lastActAt < before) idle.push(session.key);
+    return idle.sort();
+  }
+
   /** The tip of a key's lineage when that session is live (open, not closed, not retired); else undefined. */
   liveTip(key: string): string | undefined {
     const tip = lineageTip(this.#state, key);

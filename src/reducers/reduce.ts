@@ -20,6 +20,9 @@ export function step(state: State, event: Stored, out: Decisions): void {
   if (state.parked.length > 0) expireParked(state, event.seq, out);
   // R28: a window is flushed before the first event at or past its end is handled.
   if (state.gatewayWindows.size > 0) flushGateway(state, at, out);
+  // R36: a session's own acts keep it from being closed as idle.
+  if (event.type === "drain" || event.type === "input.taken" || event.type === "turn.started" || event.type === "turn.ended") acted(state, event.session, at);
+  else if (event.type === "process.handed-off") acted(state, event.from, at);
   // Cases ordered by how often they occur in real logs.
   switch (event.type) {
     case "drain":
@@ -76,4 +79,10 @@ export function step(state: State, event: Stored, out: Decisions): void {
     case "host.captured":
       return;
   }
+}
+
+/** Marks a session's own act (R36); a key the fold does not know as a session is passed over. */
+function acted(state: State, key: string, at: number): void {
+  const session = state.sessions.get(key);
+  if (session !== undefined) session.lastActAt = at;
 }

@@ -23,6 +23,7 @@ function newSession(key: string, from?: Session): Session {
     overBudget: 0,
     // R34: a successor keeps its predecessor's setting until it is opened with its own.
     staleAfterMs: from?.staleAfterMs,
+    lastActAt: 0,
   };
 }
 
@@ -33,6 +34,7 @@ export function sessionOpened(state: State, e: Stored<EventOf<"session.opened">>
   session.open = true;
   session.closed = undefined;
   session.staleAfterMs = e.staleAfterMs ?? state.defaultStaleAfterMs;
+  session.lastActAt = e.at;
   const budget = e.budget ?? state.defaultBudget;
   if (budget?.capacity !== session.budget?.capacity || budget?.refillMs !== session.budget?.refillMs) {
     // R30: a new budget starts full; a session resumed with the same budget keeps its bucket.
@@ -60,6 +62,7 @@ export function sessionCompressed(state: State, e: Stored<EventOf<"session.compr
   successor.open = true;
   successor.closed = undefined;
   successor.busy = successor.busy || retired.busy;
+  successor.lastActAt = e.at;
   retired.successor = e.successor;
   // R14: nothing is stranded on the retired key.
   for (const item of retired.queue) {

@@ -43,6 +43,8 @@ export interface Session {
   overBudget: number;
   /** R34: completions that exited more than this long (ms) before a drain are stale; undefined: never. */
   staleAfterMs: number | undefined;
+  /** R36: the event time of the session's own last act (its opening, a drain, input taken, a turn's start or end, a compression, a hand-off it made). */
+  lastActAt: number;
 }
 
 /**

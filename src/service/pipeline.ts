@@ -59,6 +59,8 @@ export interface PipelineOptions {
   readonly lagEveryMs?: number;
   /** Stop with an error once the log has been unreachable this long, in ms. Default: never (wait and retry). */
   readonly giveUpAfterMs?: number;
+  /** R36: close sessions idle this long (ms), as recorded events. Default: never. */
+  readonly idleCloseMs?: number;
 }
 
 /** A running pipeline: `stop()` finishes the delivery in flight, records nothing half-done, and resolves. */
@@ -101,6 +103,7 @@ export function startPipeline(options: PipelineOptions): Pipeline {
       report({ event: "db-recovered", downMs });
     },
     ...(options.giveUpAfterMs !== undefined ? { giveUpAfterMs: options.giveUpAfterMs } : {}),
+    ...(options.idleCloseMs !== undefined ? { idleCloseMs: options.idleCloseMs } : {}),
     recorded: (record) => {
       const turn = fromRecord(record);
       // Decided by a drain already in the log at the start: part of the catch-up.
