@@ -24,7 +24,7 @@ export interface HookService {
   open(): Promise<AgentSession>;
   /** False while the key is contested (key-lock.ts): the hooks then hand nothing over. */
   mayHand(): boolean;
-  /** How long the wake waits after an exit for the next one, in ms, so exits close together go as one turn (default 100). */
+  /** How long the wake waits after an exit for the next one while other jobs still run, in ms, so exits close together go as one turn (default 100). */
   readonly gatherMs?: number;
 }
 
@@ -165,7 +165,7 @@ async function captured(request: Record<string, unknown>, service: HookService, 
  * The idle wake (wake.ts): waits while the session's work runs, and when items are ready
  * hands everything ready over as one turn, through the same claim as every hand-over, to
  * the hook that asked. Exits that come close together are gathered first (`gatherMs`
- * after the last). Answers `{"line": ""}` when nothing runs and nothing waits, when the
+ * after the last, while other jobs of the session still run; at once when none does). Answers `{"line": ""}` when nothing runs and nothing waits, when the
  * agent is at work again, or when a newer wake takes over.
  */
 async function wake(socket: Socket, service: HookService, state: CaptureState, next: () => Promise<Record<string, unknown> | undefined>, send: (value: unknown) => void): Promise<void> {
@@ -201,9 +201,17 @@ async function wake(socket: Socket, service: HookService, state: CaptureState, n
   try {
     for (;;) {
       if (cancelled || !service.mayHand()) return void socket.end(JSON.stringify({ line: "" }) + "\n");
+      // Gathered: after an exit, while others of the session's jobs still run, the next
+      // exit within gatherMs joins the same turn. With none left running nothing more can
+      // join, and the wake goes at once.
       const quiet = lastExit + gatherMs - Date.now();
-      if (quiet > 0) {
-        await new Promise((resolve) => setTimeout(resolve, quiet));
+      if (quiet > 0 && agent.running() > 0) {
+        signalled = false;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, quiet);
+          resolver = () => (clearTimeout(timer), resolve());
+        });
+        resolver = undefined;
         continue;
       }
       signalled = false;

@@ -206,6 +206,13 @@ export class AgentSession {
     return listen(this.#exitListeners, listener);
   }
 
+  /** How many of this session's children run now (their exits not seen yet). */
+  running(): number {
+    let count = 0;
+    for (const p of this.#supervisor.list()) if (p.exit === undefined) count++;
+    return count;
+  }
+
   /** Starts a child owned by this session. */
   start(request: StartRequest): { process: string; pid: number | null } {
     if (request.cwd !== undefined) checkFolder(request.cwd);
