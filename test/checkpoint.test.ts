@@ -128,6 +128,7 @@ describe("checkpoints of the fold", () => {
         "state.parked[]": "context event kind member owner parkedAt seq",
         "state.parked[].context": "command consumed exited handedOff handoffNote notify owner ownerTask polledAfterExit run startedAt watchDisabled",
         "state.parking": "perOwner total ttlMs",
+        "state.releasedOwners{}": "owner run",
         "state.processes{}": "command consumed exited handedOff handoffNote notify owner ownerTask polledAfterExit run startedAt watchDisabled",
         "state.sessions{}": "budget busy closed inbox key lastActAt open overBudget queue refilledAt route staleAfterMs successor surface tokens",
         "state.sessions{}.inbox[]": "consumer items kind",
@@ -136,7 +137,7 @@ describe("checkpoints of the fold", () => {
         "state.sessions{}.route": "chat platform",
         "state.superseded{}": "at by",
       },
-      "version": 3,
+      "version": 4,
     });
   });
 });

@@ -91,6 +91,22 @@ describe("R33: superseded runs", () => {
     expect(fates(second, "p1")).toContain("superseded");
   });
 
+  it("takes over one run even once that run's record is gone: a parked item of an earlier run, not taken over, keeps its fate (found by the R33 property)", () => {
+    // p1's first run belongs to a key nobody opened, and its exit parks; p1 starts again
+    // for s0 (replaces ignored: s0-tab does not lead to s0), exits and is handed over, so
+    // its record is let go; then p2 replaces p1. That takes the second run over (its record
+    // gone, its run remembered), not the parked exit of the first.
+    const h = new History().open("s0").start("p1", "s0-tab").exit("p1").start("p1", "s0", { replaces: "p1" }).exit("p1").drain("s0").start("p2", "s0", { replaces: "p1" }).drain("s0");
+    const stories = explain(h.events, "p1").items;
+    const first = stories.find((s) => s.itemSeq === 3)!;
+    expect(first.fates.map((f) => f.what)).not.toContain("superseded");
+    expect(first.waiting).toBeDefined();
+    // A later watch hit of the second run, after its completion was settled, still goes with it.
+    const late = new History().open("s0").start("p1", "s0").exit("p1").drain("s0").watch("p1", "late hit").start("p2", "s0", { replaces: "p1" }).drain("s0");
+    expect(turnsOf(late).map((t) => t.kind)).toEqual(["completions"]);
+    expect(fates(late, "p1")).toContain("superseded");
+  });
+
   it("drops a replaced item waiting in a gateway window", () => {
     const route = { platform: "slack", chatType: "dm", chatId: "c1" };
     const h = new History().add({ type: "session.opened", at: 0, session: "g", surface: "gateway", route }).start("old", "g").exit("old").start("new", "g", { replaces: "old" }).wait(1_000).drain("g");

@@ -4,7 +4,7 @@
  */
 import type { Stored } from "../events/schema.js";
 import { itemKindOf } from "./model.js";
-import { rememberedOwners, type Item, type ItemContext, type Session, type State } from "./state.js";
+import { rememberedOwners, type Item, type ItemContext, type Released, type Session, type State } from "./state.js";
 
 /** An item made by `event`, of the kind that event makes (`itemKindOf`). */
 export function makeItem(event: Stored, member: string | null, owner: string | undefined, context: ItemContext): Item {
@@ -44,7 +44,7 @@ export function release(state: State, item: Item): void {
     // The record goes only if it is this completion's own run: a later start of the same id
     // made a record of its own, which an earlier run's item must not take with it.
     const current = state.processes.get(item.member);
-    if (current === undefined || current === item.context || current.startedAt === item.context.startedAt) forgetProcess(state, item.member, item.owner);
+    if (current === undefined || current === item.context || current.startedAt === item.context.startedAt) forgetProcess(state, item.member, item.owner, current?.run ?? item.context.run);
   } else if (item.event.type === "delegation.completed") {
     state.delegations.delete(item.member);
     state.settled.add(item.member);
@@ -52,9 +52,11 @@ export function release(state: State, item: Item): void {
 }
 
 /** A process's completion is settled: its record goes, its owner is remembered (bounded). */
-export function forgetProcess(state: State, process: string, owner: string | undefined): void {
+export function forgetProcess(state: State, process: string, owner: string | undefined, run: number | undefined): void {
   state.processes.delete(process);
-  state.releasedOwners.set(process, owner);
+  // The latest run is kept: an earlier run's item settled after a later run's names an older one.
+  const before = released(state, process)?.run;
+  state.releasedOwners.set(process, { owner, run: before !== undefined && (run === undefined || before > run) ? before : run });
   if (state.releasedOwners.size >= rememberedOwners) {
     // The generation is full: it becomes the earlier one, and the one before is dropped whole.
     state.releasedEarlier = state.releasedOwners;
@@ -69,6 +71,10 @@ export function isReleased(state: State, process: string): boolean {
 
 /** The owner of a recently settled process (undefined when unaddressed or forgotten). */
 export function releasedOwner(state: State, process: string): string | undefined {
-  const recent = state.releasedOwners;
-  return recent.has(process) ? recent.get(process) : state.releasedEarlier.get(process);
+  return released(state, process)?.owner;
+}
+
+/** What is kept of a recently settled process (undefined when it is not, or forgotten). */
+export function released(state: State, process: string): Released | undefined {
+  return state.releasedOwners.get(process) ?? state.releasedEarlier.get(process);
 }

@@ -4,7 +4,7 @@
  */
 import type { EventOf, Stored } from "../events/schema.js";
 import type { Decisions } from "./decisions.js";
-import { forgetProcess, isReleased, makeItem, release, releasedOwner } from "./items.js";
+import { forgetProcess, isReleased, makeItem, release, released, releasedOwner } from "./items.js";
 import { isLive, lineageTip, place } from "./ownership.js";
 import type { Item, ItemContext, Proc, State } from "./state.js";
 
@@ -108,9 +108,10 @@ function supersede(state: State, e: Stored<EventOf<"process.started">>, old: str
     out.note?.({ seq: e.seq, member: old, itemSeq: undefined, fate: { what: "replace-ignored", by: e.process, why } });
     return false;
   }
-  // One run is taken over: the one current now (its latest start). With no record (its
-  // completion settled), every item of the id that still waits is taken as before.
-  const run = state.processes.get(old)?.run;
+  // One run is taken over: the one current now (its latest start), whose record is live or,
+  // its completion settled, remembered with its owner. Known by neither (an older log's
+  // checkpoint), every item of the id that still waits is taken.
+  const run = state.processes.get(old)?.run ?? released(state, old)?.run;
   state.superseded.set(old, { by: e.process, at: e.seq });
   const fate = { what: "superseded", by: e.process, at: e.seq } as const;
   const ofRun = (item: Item) => item.member === old && item.kind !== "delegation" && (run === undefined || item.context.run === run);
@@ -122,7 +123,7 @@ function supersede(state: State, e: Stored<EventOf<"process.started">>, old: str
   for (const session of state.sessions.values()) {
     for (const entry of session.inbox) for (const item of entry.items) if (ofRun(item)) state.supersededItems.set(item.seq, { by: e.process, at: e.seq });
   }
-  if (old !== e.process && state.processes.has(old)) forgetProcess(state, old, owner ?? undefined);
+  if (old !== e.process && state.processes.has(old)) forgetProcess(state, old, owner ?? undefined, run);
   return true;
 }
 
@@ -187,10 +188,9 @@ export function processHandedOff(state: State, e: Stored<EventOf<"process.handed
   if (proc !== undefined) {
     proc.owner = e.to;
     proc.handedOff = true;
-  } else if (state.releasedOwners.has(e.process)) {
-    state.releasedOwners.set(e.process, e.to);
   } else {
-    state.releasedEarlier.set(e.process, e.to);
+    const kept = released(state, e.process);
+    if (kept !== undefined) kept.owner = e.to;
   }
   const fate = { what: "handed-off", from: e.from, to: e.to } as const;
   out.note?.({ seq: e.seq, member: e.process, itemSeq: undefined, fate });
@@ -246,13 +246,13 @@ export function processExited(state: State, e: Stored<EventOf<"process.exited">>
   if (!proc.handedOff && e.owner !== undefined) proc.owner = e.owner;
   const owner = proc.owner;
   if (!proc.notify && !proc.watchDisabled) {
-    forgetProcess(state, e.process, owner);
+    forgetProcess(state, e.process, owner, proc.run);
     return;
   }
   if (proc.consumed) {
     // A kill (say) recorded before the exit: the agent already has the result.
     out.note?.({ seq: e.seq, member: e.process, itemSeq: e.seq, fate: { what: "consumed", act: proc.consumed.act, at: proc.consumed.seq } });
-    forgetProcess(state, e.process, owner);
+    forgetProcess(state, e.process, owner, proc.run);
     return;
   }
   if (known === undefined) state.processes.set(e.process, proc);
@@ -298,8 +298,9 @@ export function processNotice(state: State, e: Stored<ProcessItemEvent>, out: De
   const proc = state.processes.get(e.process);
   if (e.type === "watch.disabled" && proc) proc.watchDisabled = true;
   // After its completion was settled, a process's notices still go to its owner only.
-  const owner = proc ? proc.owner : releasedOwner(state, e.process);
-  place(state, makeItem(e, e.process, owner, proc ?? noContext), e.seq, out);
+  const kept = proc ? undefined : released(state, e.process);
+  const owner = proc ? proc.owner : kept?.owner;
+  place(state, makeItem(e, e.process, owner, proc ?? (kept?.run === undefined ? noContext : { run: kept.run })), e.seq, out);
 }
 
 /** Watch overflow is a diagnostic about no one process: unaddressed. */

@@ -95,6 +95,12 @@ export interface GatewayWindow {
   readonly items: Item[];
 }
 
+/** What is kept of a process whose completion was settled: its owner, and its last run (R33: a later replacement takes over that run only). */
+export interface Released {
+  owner: string | undefined;
+  readonly run: number | undefined;
+}
+
 /** The projection's state: sessions, processes, delegations and queues, as structured identities (never rendered text, R19). */
 export interface State {
   readonly sessions: Map<string, Session>;
@@ -112,9 +118,9 @@ export interface State {
    * at most twice as many, without a delete in a large, churned Map per settlement
    * (docs/performance.md).
    */
-  releasedOwners: Map<string, string | undefined>;
+  releasedOwners: Map<string, Released>;
   /** The generation before `releasedOwners`; dropped whole when that one fills. */
-  releasedEarlier: Map<string, string | undefined>;
+  releasedEarlier: Map<string, Released>;
   /**
    * Delegations whose result reached a session (or was settled by the ledger): never again.
    * The one part of the state that grows with the history (about 50 bytes an id), on
