@@ -11,8 +11,8 @@ import { isPostgresUrl, redactUrl } from "./events/urls.js";
 import { defaultRedactor, type Redactor } from "./events/redact.js";
 import type { EventStore } from "./events/store.js";
 import { ledgerProjection } from "./ledger/projection.js";
-import { batchesProjection } from "./service/batches.js";
-import { handoverProjection } from "./mcp/handover.js";
+import { batchesProjection } from "./ledger/batches.js";
+import { handoverProjection } from "./ledger/handover.js";
 import { addressedProcessesProjection } from "./events/addressed.js";
 import { defaultLedgerPolicy, type LedgerPolicy } from "./ledger/decider.js";
 

@@ -172,6 +172,34 @@ describe("architecture", () => {
     expect(long).toEqual([]);
   });
 
+  it("the composition root reaches down only: open.ts keeps its inline projections beside the ledger's, not in service/ or mcp/ (issue 59, point 3)", () => {
+    const up = (graph.get("open.ts") ?? []).filter((t) => /^(service|mcp|cli|hosts|projections)\//.test(t));
+    expect(up).toEqual([]);
+    for (const projection of ["ledger/handover.ts", "ledger/batches.ts", "ledger/projection.ts"]) expect(graph.get("open.ts")).toContain(projection);
+  });
+
+  it("src/render imports no projection: what it renders, it names itself (issue 59, point 3)", () => {
+    const bad = [...graph].flatMap(([file, targets]) => (file.startsWith("render/") ? targets.filter((t) => t.startsWith("projections/")).map((t) => `${file} -> ${t}`) : []));
+    expect(bad).toEqual([]);
+  });
+
+  it("what turnfold does inside agent hosts is one room: the hooks, their socket, the key lock and the host's names live in src/hosts, and src/mcp holds the MCP server (issue 59, point 3)", () => {
+    const misplaced = [...graph.keys()].filter((file) => /(^|\/)(hook[^/]*|key-lock|host|capture[^/]*|wake)\.ts$/.test(file) && !file.startsWith("hosts/") && !file.startsWith("cli/"));
+    expect(misplaced).toEqual([]);
+    // The hosts' room may use the server's session; the server reaches the room only for the
+    // hooks' socket, the key lock and the hosts' names, never for an installer or a reader of transcripts.
+    const serverToInstall = [...graph].flatMap(([file, targets]) => (file.startsWith("mcp/") ? targets.filter((t) => /^hosts\/(install|doctor|json-edit|audit|transcripts)\.ts$/.test(t)).map((t) => `${file} -> ${t}`) : []));
+    expect(serverToInstall).toEqual([]);
+  });
+
+  it("src/cli imports no other command's file: shared helpers live in helpers, not in a command (issue 59, point 3)", () => {
+    const isCommand = (file: string) => file.startsWith("cli/") && /\.command\(\s*["'`]/.test(readFileSync(join(root, file), "utf8"));
+    const commands = [...graph.keys()].filter(isCommand);
+    expect(commands.length).toBeGreaterThan(10);
+    const bad = [...graph].flatMap(([file, targets]) => (file.startsWith("cli/") && file !== "cli/main.ts" ? targets.filter((t) => t !== file && commands.includes(t)).map((t) => `${file} -> ${t}`) : []));
+    expect(bad).toEqual([]);
+  });
+
   it("no import cycle anywhere in src", () => {
     const cycles: string[] = [];
     const state = new Map<string, "open" | "done">();

@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import { readAll } from "../src/events/log.js";
 import type { EventStore } from "../src/events/store.js";
 import type { TurnfoldEvent } from "../src/events/schema.js";
-import { HookInput, runHook } from "../src/mcp/hook.js";
+import { HookInput, runHook } from "../src/hosts/hook.js";
 import { openLog } from "../src/open.js";
 import { checkpointItemsAtMost, liveTurns } from "../src/projections/live.js";
 import { Projection, type Turn } from "../src/projections/project.js";

@@ -53,7 +53,7 @@ describe("what each command loads", () => {
     expect(run.stdout).toContain("p1");
     expect(run.loaded.some((url) => url.includes("/node_modules/better-sqlite3/"))).toBe(true);
     // The listing sees modules through the bundle's files: the hook's own module is there.
-    expect(run.loaded.some((url) => url.endsWith("/dist/src/mcp/hook.js"))).toBe(true);
+    expect(run.loaded.some((url) => url.endsWith("/dist/src/hosts/hook.js"))).toBe(true);
     for (const heavy of ["/node_modules/fastify/", "/node_modules/@modelcontextprotocol/", "/node_modules/pg/", "/dist/src/service/server.js", "/dist/src/service/routes/"]) {
       expect(run.loaded.filter((url) => url.includes(heavy)), heavy).toEqual([]);
     }

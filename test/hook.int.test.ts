@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readAll } from "../src/events/log.js";
 import type { Stored, TurnfoldEvent } from "../src/events/schema.js";
-import { HookInput, runHook } from "../src/mcp/hook.js";
+import { HookInput, runHook } from "../src/hosts/hook.js";
 import { openLog } from "../src/open.js";
 import { cli } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";

@@ -1,6 +1,6 @@
 /**
  * `turnfold capture`: what a background `Bash` call of Claude Code runs once turnfold's
- * PreToolUse hook rewrote it (src/mcp/capture.ts). It hands the command to the session's
+ * PreToolUse hook rewrote it (src/hosts/capture.ts). It hands the command to the session's
  * `turnfold mcp` over its socket, and prints for the model what runs, under which id, and
  * how its result comes back. It returns at once; the work goes on under the server.
  */
@@ -18,7 +18,7 @@ export function captureCommand(program: Command): void {
       runCommand(async () => {
         const command = words.join(" ");
         if (command.trim() === "") throw new InputError("capture: the command is empty");
-        const { requestServer } = await import("../mcp/hook-socket.js");
+        const { requestServer } = await import("../hosts/hook-socket.js");
         const reply = await requestServer(options.socket, { start: { toolUseId: options.toolUse, command, cwd: process.cwd() } }, 15_000);
         if (reply === undefined || typeof reply["message"] !== "string") {
           const why = reply === undefined ? "its turnfold mcp server did not answer" : String(reply["error"] ?? "its server refused it");

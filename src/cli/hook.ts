@@ -3,11 +3,12 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Command } from "commander";
-import { agentHosts, codexKey, sessionFromHost, type AgentHost } from "../mcp/host.js";
-import { hookEvents, settingsFiles } from "../mcp/hook-hosts.js";
+import { agentHosts, codexKey, sessionFromHost, type AgentHost } from "../hosts/host.js";
+import { hookEvents, settingsFiles } from "../hosts/hook-hosts.js";
 import { formatJson, parseJson, replaceFile, writeTarget } from "./settings-file.js";
 import { InputError, runCommand } from "./io.js";
-import { logTarget, parseSession, stateDir } from "./mcp.js";
+import { logTarget, stateDir } from "../hosts/state-dir.js";
+import { parseSession } from "./options.js";
 
 interface HookOptions {
   db?: string;
@@ -91,18 +92,18 @@ async function answer(host: AgentHost, options: HookOptions): Promise<number> {
   // server of the session supervises and wakes, so without one they leave the host alone.
   if (options.wake === true || event === "PreToolUse" || event === "PostToolUse") {
     if (session === undefined || target === undefined) return 0;
-    const { hookSocketPath } = await import("../mcp/hook-socket.js");
+    const { hookSocketPath } = await import("../hosts/hook-socket.js");
     const socket = hookSocketPath(stateDir(), target, session);
-    if (options.wake === true) return (await import("../mcp/wake.js")).wakeWhenReady(socket, (text) => new Promise<void>((resolve, reject) => process.stderr.write(text, (error) => (error ? reject(error) : resolve()))));
-    return (await import("../mcp/capture-hook.js")).captureHook(socket, value, host, print);
+    if (options.wake === true) return (await import("../hosts/wake.js")).wakeWhenReady(socket, (text) => new Promise<void>((resolve, reject) => process.stderr.write(text, (error) => (error ? reject(error) : resolve()))));
+    return (await import("../hosts/capture-hook.js")).captureHook(socket, value, host, print);
   }
   // The session's running server answers the whole hook, with the fold it holds: this
   // process then loads no database and folds nothing (hook-socket.ts).
   if (session !== undefined && target !== undefined) {
-    const { answerThroughServer, hookSocketPath } = await import("../mcp/hook-socket.js");
+    const { answerThroughServer, hookSocketPath } = await import("../hosts/hook-socket.js");
     if ((await answerThroughServer(hookSocketPath(stateDir(), target, session), value, host, print)) === "answered") return 0;
   }
-  const { HookInput, runHook } = await import("../mcp/hook.js");
+  const { HookInput, runHook } = await import("../hosts/hook.js");
   const parsed = HookInput.safeParse(value);
   if (!parsed.success) throw new InputError(`the hook's input on stdin: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(input)"}: ${i.message}`).join("; ")}`);
   if (session === undefined) {
@@ -115,7 +116,7 @@ async function answer(host: AgentHost, options: HookOptions): Promise<number> {
   try {
     // Several conversations of one host process share this key: which one this hook speaks
     // for is unknown, so it hands nothing over (see key-lock.ts).
-    const { contested } = await import("../mcp/key-lock.js");
+    const { contested } = await import("../hosts/key-lock.js");
     if (options.session === undefined && contested(join(stateDir(), "spool", log.logId), session)) return 0;
     // No server answered: this hook folds the log itself. Printed first: only then do the
     // turns count as handed to the agent.
@@ -127,7 +128,7 @@ async function answer(host: AgentHost, options: HookOptions): Promise<number> {
 }
 
 async function install(file: string, command: string, host: AgentHost): Promise<void> {
-  const { withHooks } = await import("../mcp/hook.js");
+  const { withHooks } = await import("../hosts/hook.js");
   let settings: Record<string, unknown> = {};
   if (existsSync(file)) {
     const text = readFileSync(file, "utf8");

@@ -1,9 +1,9 @@
 /** `turnfold install HOST`, `turnfold uninstall HOST` and `turnfold doctor [HOST]`: one command per host to set up, take out and check. */
 import { homedir } from "node:os";
 import type { Command } from "commander";
-import { agentHosts, type AgentHost } from "../mcp/host.js";
+import { agentHosts, type AgentHost } from "../hosts/host.js";
 import { InputError, runCommand } from "./io.js";
-import { stateDir } from "./mcp.js";
+import { stateDir } from "../hosts/state-dir.js";
 
 interface ScopeOptions {
   user?: boolean;

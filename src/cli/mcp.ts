@@ -2,14 +2,14 @@
 import { randomBytes } from "node:crypto";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { existsSync, mkdirSync } from "node:fs";
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { redactUrl } from "../events/urls.js";
 import { pushModes, type PushMode } from "../mcp/modes.js";
-import type { HeldKey } from "../mcp/key-lock.js";
-import { agentHosts, codexThreadKey, hostOf, sessionFromHost, sessionKey, type AgentHost } from "../mcp/host.js";
+import type { HeldKey } from "../hosts/key-lock.js";
+import { agentHosts, codexThreadKey, hostOf, sessionFromHost, sessionKey, type AgentHost } from "../hosts/host.js";
+import { logTarget, stateDir } from "../hosts/state-dir.js";
 import { reporter, runCommand, stopSignal, stopped } from "./io.js";
-import { idleClose, idleCloseOption, outputTailOption, parseDuration, positiveInt, staleAfterOption } from "./options.js";
+import { idleClose, idleCloseOption, outputTailOption, parseDuration, parseSession, positiveInt, staleAfterOption } from "./options.js";
 
 interface McpOptions {
   db?: string;
@@ -21,18 +21,6 @@ interface McpOptions {
   staleAfter?: number;
   giveUpAfter?: number;
   idleClose?: number;
-}
-
-/** Where turnfold keeps its state: `$XDG_STATE_HOME/turnfold`, else `~/.local/state/turnfold`. */
-export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env["XDG_STATE_HOME"]?.trim() ? env["XDG_STATE_HOME"] : join(homedir(), ".local", "state");
-  return join(base, "turnfold");
-}
-
-/** A `--session` value, refused in words unless it is a session key. */
-export function parseSession(value: string): string {
-  if (!sessionKey.test(value)) throw new InvalidArgumentError(`expected a session key of letters, digits and . _ : @ - (at most 128, starting with a letter or digit), got "${value}"`);
-  return value;
 }
 
 const help = `
@@ -93,7 +81,7 @@ export function mcpCommand(program: Command): void {
         const spoolRoot = join(stateDir(), "spool", log.logId);
         // A key the host names is one conversation's: a second live server of it (a host
         // running several conversations in one process) takes a key of its own.
-        const [{ holdKey, contested }, { hooksInstalled }, { hookSocketPath }, { sweepSpools }] = await Promise.all([import("../mcp/key-lock.js"), import("../mcp/hook-hosts.js"), import("../mcp/hook-socket.js"), import("../mcp/spool.js")]);
+        const [{ holdKey, contested }, { hooksInstalled }, { hookSocketPath }, { sweepSpools }] = await Promise.all([import("../hosts/key-lock.js"), import("../hosts/hook-hosts.js"), import("../hosts/hook-socket.js"), import("../mcp/spool.js")]);
         let held: HeldKey | undefined;
         const place = (key: string) => {
           held = holdKey(spoolRoot, key, options.session !== undefined);
@@ -149,17 +137,3 @@ export function mcpCommand(program: Command): void {
     );
 }
 
-/**
- * The log `turnfold mcp` and its hooks use: `--db`, else TURNFOLD_DB, else turnfold.sqlite
- * in the state folder (made when `create`). Undefined when the default file does not
- * exist and may not be made (a hook has nothing to hand over before any work started).
- */
-export function logTarget(db: string | undefined, create: boolean): string | undefined {
-  const given = db ?? process.env["TURNFOLD_DB"];
-  if (given !== undefined) return given;
-  const dir = stateDir();
-  const file = join(dir, "turnfold.sqlite");
-  if (!create) return existsSync(file) ? file : undefined;
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  return file;
-}

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, Option, type Command } from "commander";
 import type { Budget } from "../events/schema.js";
 import { sinkUrlProblem } from "../sinks/http.js";
+import { sessionKey } from "../hosts/host.js";
 
 /** Commander parser for a whole number ≥ 1 (a usage error otherwise, exit 2). */
 export function positiveInt(value: string): number {
@@ -127,4 +128,10 @@ export function foldOptions(options: { readonly budget?: Budget; readonly output
     ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}),
     ...(options.staleAfter !== undefined ? { staleAfterMs: options.staleAfter } : {}),
   };
+}
+
+/** A `--session` value, refused in words unless it is a session key. */
+export function parseSession(value: string): string {
+  if (!sessionKey.test(value)) throw new InvalidArgumentError(`expected a session key of letters, digits and . _ : @ - (at most 128, starting with a letter or digit), got "${value}"`);
+  return value;
 }

@@ -8,8 +8,8 @@
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
-import { hookEntries } from "../mcp/hook-hosts.js";
-import { agentHosts, type AgentHost } from "../mcp/host.js";
+import { hookEntries } from "./hook-hosts.js";
+import { agentHosts, type AgentHost } from "./host.js";
 import { claudePluginDir } from "./install.js";
 import { plain, readTree } from "./json-edit.js";
 

@@ -8,11 +8,11 @@ import { dirname } from "node:path";
 import { DrainConsumer } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
 import { startedMessage } from "./capture.js";
-import { settleClaim } from "./handover.js";
+import { settleClaim } from "../ledger/handover.js";
 import { claimHookAnswer, HookInput } from "./hook.js";
 import { agentHosts, type AgentHost } from "./host.js";
 import { jsonLines } from "./hook-socket.js";
-import type { AgentSession } from "./session.js";
+import type { AgentSession } from "../mcp/session.js";
 
 /** What the socket serves: the session, its log, its drain, and whether its hooks may hand anything over now. */
 export interface HookService {

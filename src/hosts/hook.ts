@@ -27,7 +27,7 @@ import { z } from "zod";
 import type { DrainConsumer } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
 import type { AgentHost } from "./host.js";
-import { claimTurns, deliver, holder, type Claim } from "./handover.js";
+import { claimTurns, deliver, holder, type Claim } from "../ledger/handover.js";
 import { hookEntries, hostHooks } from "./hook-hosts.js";
 export { hookEvents, hooksInstalled, settingsFiles } from "./hook-hosts.js";
 

@@ -23,8 +23,8 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, rmdirSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { replaceFile } from "../cli/settings-file.js";
-import { hookEntries } from "../mcp/hook-hosts.js";
-import type { AgentHost } from "../mcp/host.js";
+import { hookEntries } from "./hook-hosts.js";
+import type { AgentHost } from "./host.js";
 import { addElement, addMember, emptyAt, nodeAt, plain, readTree, removeElements, removeMember } from "./json-edit.js";
 
 export type Scope = "user" | "project";

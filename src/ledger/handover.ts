@@ -23,8 +23,10 @@ import { randomUUID } from "node:crypto";
 import type { EventOf, HandoverHolder, Stored, TurnfoldEvent } from "../events/schema.js";
 import type { EventStore, InlineProjection } from "../events/store.js";
 import { backoffMs, isTransientStoreError } from "../events/transient.js";
-import type { StoredDispatch } from "../projections/dispatch-record.js";
-import { currentProcess, isAlive, thisHost } from "../ledger/process-identity.js";
+import { currentProcess, isAlive, thisHost } from "./process-identity.js";
+
+/** A dispatch record as the log stores it. */
+type StoredDispatch = Stored<EventOf<"notification.dispatched">>;
 
 /** One dispatch record's hand-over: who holds it, and whether it was handed. */
 export interface HandoverRow {

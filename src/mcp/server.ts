@@ -22,7 +22,7 @@ import type { EventStore } from "../events/store.js";
 import type { PushMode } from "./modes.js";
 import { sessionKnown } from "./recovery.js";
 import { AgentSession, type HandedTurn, type SessionEvent } from "./session.js";
-import { serveHooks } from "./hook-server.js";
+import { serveHooks } from "../hosts/hook-server.js";
 import { tools, type ToolContext } from "./tools.js";
 import { z } from "zod";
 

@@ -17,7 +17,7 @@ import { fromRecord, type StoredDispatch } from "../projections/dispatch-record.
 import { liveTurns, type LiveView } from "../projections/live.js";
 import type { ReadyItem, Turn } from "../projections/project.js";
 import { Supervisor, type ExitResult, type LogPage, type WaitResult } from "../supervisor/supervisor.js";
-import { handOver, holder, readRecords, waitingRecords } from "./handover.js";
+import { handOver, holder, readRecords, waitingRecords } from "../ledger/handover.js";
 import type { DrainConsumer, HandoverHolder } from "../events/schema.js";
 import { readHistory, reportLost } from "./recovery.js";
 import { OutputSpool } from "./spool.js";

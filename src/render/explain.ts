@@ -1,8 +1,25 @@
 /** Human text for `turnfold explain`. */
 import type { Stored } from "../events/schema.js";
 import type { Fate } from "../reducers/decisions.js";
-import type { Explanation, ItemStory, Waiting } from "../projections/explain.js";
+import type { Waiting } from "../reducers/query.js";
 import { wholeMinutes } from "./text.js";
+
+/** What the text of one item's story needs (projections/explain.ts tells the story). */
+export interface StoryToTell {
+  readonly itemSeq: number | undefined;
+  readonly kind: string | undefined;
+  readonly fates: readonly (Fate & { readonly seq: number })[];
+  readonly waiting: Waiting | undefined;
+  readonly foreignDrains: readonly { readonly seq: number; readonly session: string; readonly owner: string }[];
+  readonly foreignDrainCount: number;
+}
+
+/** What the text of an explanation needs: the id, the events that mention it, each item's story. */
+export interface ExplanationToTell {
+  readonly id: string;
+  readonly events: readonly Stored[];
+  readonly items: readonly StoryToTell[];
+}
 
 function eventLine(e: Stored): string {
   const { seq, type, at: _at, ...rest } = e as Stored & Record<string, unknown>;
@@ -111,7 +128,7 @@ export function passedByLine(owner: string, count: number, sessions: readonly st
   return `${onlyFor(owner)}: ${otherDrains(count)} (${names}) could not take it`;
 }
 
-function storyLines(story: ItemStory): string[] {
+function storyLines(story: StoryToTell): string[] {
   const head = story.itemSeq === undefined ? "no item:" : `${story.kind ?? "item"} made at seq ${story.itemSeq}:`;
   const steps = [
     ...story.fates.map((f) => ({ seq: f.seq, text: fateLine(f) })),
@@ -127,7 +144,7 @@ function storyLines(story: ItemStory): string[] {
 }
 
 /** An explanation as the text `turnfold explain` prints. */
-export function explanationText(x: Explanation): string {
+export function explanationText(x: ExplanationToTell): string {
   if (x.events.length === 0) return `${x.id}: no event in this history mentions it`;
   const lines = [`${x.id}: ${x.events.length} event${x.events.length === 1 ? "" : "s"}`, ...x.events.map(eventLine), ""];
   if (x.items.length === 0) lines.push("it made no notification item (notify off, no watch hits, or nothing ready yet)");

@@ -7,7 +7,7 @@
 import type { TurnfoldEvent } from "../../events/schema.js";
 import { assertStorableIds } from "../../events/validate.js";
 import { ledgerOf } from "../../ledger/projection.js";
-import { appendOnce } from "../batches.js";
+import { appendOnce } from "../../ledger/batches.js";
 import { routeConfig, type ServiceContext } from "../context.js";
 import { HttpError, maxKeyLength, refused, rejectInvalid } from "../http.js";
 import { unaddressedField } from "../../events/addressed.js";
