@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { LongestFirst } from "./test/support/sequencer.js";
 
 export default defineConfig({
   test: {
@@ -18,5 +19,7 @@ export default defineConfig({
     // (importing took 107 s of the run's worker time). No test mocks a module or changes
     // the environment of its process, which is what sharing would let leak.
     isolate: false,
+    // The longest files first, by the times kept in test/support/file-times.json.
+    sequence: { sequencer: LongestFirst },
   },
 });

@@ -13,6 +13,7 @@ import { readAll } from "../src/events/log.js";
 import type { Stored } from "../src/events/schema.js";
 import { backgroundCall, captureSettings, exempted, rewriteAnswer, shellQuote } from "../src/hosts/capture.js";
 import { hookSocketPath } from "../src/hosts/hook-socket.js";
+import { wakeWhenReady } from "../src/hosts/wake.js";
 import { openLog } from "../src/open.js";
 import { cliAsync, cliEntry, type CliResult } from "./support/cli.js";
 import { startMcp, type McpHarness } from "./support/mcp.js";
@@ -96,6 +97,7 @@ afterEach(async () => {
 interface Conversation {
   readonly key: string;
   readonly db: string;
+  readonly stateHome: string;
   readonly env: Record<string, string>;
   readonly server: McpHarness;
   hook(input: unknown, args?: readonly string[]): Promise<CliResult>;
@@ -117,6 +119,7 @@ async function conversation(): Promise<Conversation> {
   return {
     key,
     db,
+    stateHome,
     env,
     server,
     hook: (input, args = []) => cliAsync(["hook", "claude-code", "--db", db, ...args], { input: JSON.stringify(input), env }),
@@ -275,5 +278,19 @@ describe("the idle wake", () => {
     await sleep(1200);
     const later = await c.hook({ session_id: c.key, hook_event_name: "Stop", stop_hook_active: false });
     expect(later.stdout).toContain("LATER");
+  });
+
+  it("a wake that reaches the server only after the prompt that followed its Stop ends with nothing (a loaded machine starts the hook late)", async () => {
+    const c = await conversation();
+    const pre = await c.hook(bashCall({ command: "sleep 1; echo LATER", run_in_background: true }));
+    await runRewritten(c, pre.stdout);
+    // This process began before the prompt, as the wake's hook begins at the Stop before it.
+    expect((await c.hook({ session_id: c.key, hook_event_name: "UserPromptSubmit", prompt: "and now?" })).stdout).toBe("");
+    const written: string[] = [];
+    const socket = hookSocketPath(join(c.stateHome, "turnfold"), c.db, c.key);
+    expect(await wakeWhenReady(socket, async (text) => void written.push(text))).toBe(0);
+    expect(written).toEqual([]);
+    await sleep(1200);
+    expect((await c.hook({ session_id: c.key, hook_event_name: "Stop", stop_hook_active: false })).stdout).toContain("LATER");
   });
 });

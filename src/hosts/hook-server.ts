@@ -36,6 +36,12 @@ interface CaptureState {
   dropped: boolean;
   /** The wake that waits now (one per session: a newer one, or the agent at work, ends it). */
   waker: { cancel(): void } | undefined;
+  /**
+   * When the agent was last seen at work (a prompt, a captured call, a Stop that handed a
+   * turn over), in ms since the epoch. A wake whose Stop came before it has nothing to do,
+   * even when its hook reaches the socket later (a loaded machine starts it slowly).
+   */
+  atWorkSince: number;
 }
 
 /** How long the server waits for a hook to say it printed, in ms; then the turn is freed. */
@@ -49,7 +55,7 @@ export async function serveHooks(path: string, service: HookService): Promise<{ 
   } catch {
     // none left behind
   }
-  const state: CaptureState = { offered: new Set(), dropped: false, waker: undefined };
+  const state: CaptureState = { offered: new Set(), dropped: false, waker: undefined, atWorkSince: 0 };
   const server: Server = createServer((socket) => void converse(socket, service, state).catch(() => socket.destroy()));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -68,6 +74,12 @@ export async function serveHooks(path: string, service: HookService): Promise<{ 
   };
 }
 
+/** The agent is at work again: the waiting wake ends, and so does one whose Stop came before now. */
+function atWork(state: CaptureState): void {
+  state.atWorkSince = Date.now();
+  state.waker?.cancel();
+}
+
 async function converse(socket: Socket, service: HookService, state: CaptureState): Promise<void> {
   socket.on("error", () => undefined);
   const next = jsonLines(socket);
@@ -77,10 +89,16 @@ async function converse(socket: Socket, service: HookService, state: CaptureStat
   if (request === undefined) return void socket.destroy();
   if ("capture" in request || "start" in request || "ran" in request) {
     // The agent is at work: a wake now would land in the middle of its turn.
-    state.waker?.cancel();
+    atWork(state);
     return reply(await captured(request, service, state).catch((error: unknown) => ({ error: (error as Error).message ?? String(error) })));
   }
-  if ("wake" in request) return wake(socket, service, state, next, send);
+  if ("wake" in request) {
+    // The wake's hook says when its Stop was (when the host started it). The agent at work
+    // since then means that stop is over: the wake has nothing to do.
+    const stoppedAt = request["stoppedAt"];
+    if (typeof stoppedAt === "number" && stoppedAt <= state.atWorkSince) return reply({ line: "" });
+    return wake(socket, service, state, next, send);
+  }
   const opened = service.opened();
   // Not open yet: the hook folds for itself, as with no server.
   if (opened === undefined) return reply({ error: "the session is not open" });
@@ -98,12 +116,12 @@ async function converse(socket: Socket, service: HookService, state: CaptureStat
   // Input the server cannot take is answered by the hook itself, which says what is wrong.
   if (!input.success || typeof host !== "string" || !(agentHosts as readonly string[]).includes(host)) return void socket.end(JSON.stringify({ error: "not a hook's input" }) + "\n");
   // A prompt: the agent is at work again, and a waiting wake has nothing to do.
-  if (input.data.hook_event_name === "UserPromptSubmit" || input.data.hook_event_name === "BeforeAgent") state.waker?.cancel();
+  if (input.data.hook_event_name === "UserPromptSubmit" || input.data.hook_event_name === "BeforeAgent") atWork(state);
   if (!service.mayHand()) return void socket.end(JSON.stringify({ line: "" }) + "\n");
   const answer = await claimHookAnswer(service.log, service.session, input.data, host as AgentHost, (consumer) => opened.drainFor(consumer));
   if (answer === undefined) return void socket.end(JSON.stringify({ line: "" }) + "\n");
   // A stop that hands a turn over: the agent goes on with it, so it is not idle.
-  state.waker?.cancel();
+  atWork(state);
   send({ line: answer.line });
   const timer = setTimeout(() => socket.destroy(), printedWithinMs);
   const printed = await next();

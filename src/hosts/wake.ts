@@ -19,7 +19,9 @@ export async function wakeWhenReady(path: string, write: (text: string) => Promi
       socket.once("error", () => resolve(false));
     });
     if (!connected) return 0;
-    socket.write(JSON.stringify({ wake: true }) + "\n");
+    // When the host started this hook, which is when the agent stopped: a prompt after it
+    // ends the wake even if it reached the server first.
+    socket.write(JSON.stringify({ wake: true, stoppedAt: Math.floor(performance.timeOrigin) }) + "\n");
     const reply = await next();
     const line = reply?.["line"];
     if (typeof line !== "string" || line === "") return 0;
