@@ -118,7 +118,7 @@ describe("RecentBodies (what a log handle reads back from memory)", () => {
 
 describe("exact event types (issue 48)", () => {
   it("a misspelt field is a compile error in TypeScript, and still round-trips at run time from JSON", () => {
-    // `npm test` type-checks this file first: without the directive the line does not compile.
+    // `npm test` type-checks this file: without the directive the line does not compile.
     // @ts-expect-error -- `ownr` is not a field of process.exited: an item with no owner would go to whoever drains
     const typo: TurnfoldEvent = { type: "process.exited", at: 1, process: "p", exitCode: 0, reason: "exited", output: "", ownr: "s1" };
     const decoded = validateEvent(JSON.parse(JSON.stringify(typo)), "line 1");
