@@ -60,10 +60,15 @@ for (const version of versions) {
       await w.close();
     });
 
-    it("early: the agent stops before the exit; nothing is handed to it in that run", async () => {
+    it("early: the agent stops before the exit; the idle wake hands the exit over once, when it comes, and the conversation goes on", async () => {
+      // Before the idle wake (issue 57) this run ended with nothing handed over: the exit
+      // waited for the next prompt. The host now keeps the wake's hook running after the
+      // stop, even in -p, and wakes the model with what it writes.
       const w = await world(bin, "early", { command: "sleep 8; echo MARKER-$((100+23)); exit 3" });
       await w.sh("claude", ["-p", "START-BG: run the background job", ...printArgs]);
-      await expectDelivered(w, 0);
+      await expectDelivered(w, 1);
+      const vias = (await w.events()).filter((e) => e.type === "handover.claimed").map((e) => (e as { by: { via: string } }).by.via);
+      expect(vias, await w.story()).toEqual(["wake"]);
       await w.close();
     });
 
