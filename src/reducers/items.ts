@@ -44,18 +44,22 @@ export function release(state: State, item: Item): void {
     // The record goes only if it is this completion's own run: a later start of the same id
     // made a record of its own, which an earlier run's item must not take with it.
     const current = state.processes.get(item.member);
-    if (current === undefined || current === item.context || current.startedAt === item.context.startedAt) forgetProcess(state, item.member, item.owner, current?.run ?? item.context.run);
+    if (current === undefined || current === item.context || current.startedAt === item.context.startedAt) forgetProcess(state, item.member, item.owner, current?.run ?? item.context.run, current !== undefined);
   } else if (item.event.type === "delegation.completed") {
     state.delegations.delete(item.member);
     state.settled.add(item.member);
   }
 }
 
-/** A process's completion is settled: its record goes, its owner is remembered (bounded). */
-export function forgetProcess(state: State, process: string, owner: string | undefined, run: number | undefined): void {
+/**
+ * A process's completion is settled: its record goes, its owner and run are remembered
+ * (bounded). `latest`: `run` is the id's latest start (its live record's), so nothing kept
+ * can be later; otherwise (an item of a run whose record went) the later of the two is kept.
+ */
+export function forgetProcess(state: State, process: string, owner: string | undefined, run: number | undefined, latest = true): void {
   state.processes.delete(process);
-  // The latest run is kept: an earlier run's item settled after a later run's names an older one.
-  const before = released(state, process)?.run;
+  // Looked up only when it may matter, not in two large Maps for every settled process.
+  const before = latest ? undefined : released(state, process)?.run;
   state.releasedOwners.set(process, { owner, run: before !== undefined && (run === undefined || before > run) ? before : run });
   if (state.releasedOwners.size >= rememberedOwners) {
     // The generation is full: it becomes the earlier one, and the one before is dropped whole.
