@@ -119,7 +119,7 @@ describe("checkpoints of the fold", () => {
     const layout = Object.fromEntries([...found].map(([path, keys]) => [path, [...keys].sort().join(" ")]).sort(([a], [b]) => a!.localeCompare(b!)));
     expect({ version: checkpointVersion, layout }).toEqual({
       "layout": {
-        "state": "aliases defaultBudget defaultStaleAfterMs delegations gateway gatewayWindows now parked parking processes releasedEarlier releasedOwners sessions settled superseded supersededItems unaddressed",
+        "state": "aliases defaultBudget defaultStaleAfterMs delegations gateway gatewayWindows now parked parking processes releasedEarlier releasedOwners releasedRuns releasedRunsEarlier sessions settled superseded supersededItems unaddressed",
         "state.delegations{}": "failedTasks goal goals id owner resultMade",
         "state.gateway": "detailChars maxDetails windowMs",
         "state.gatewayWindows{}": "items key kind opensAt session",
@@ -128,7 +128,6 @@ describe("checkpoints of the fold", () => {
         "state.parked[]": "context event kind member owner parkedAt seq",
         "state.parked[].context": "command consumed exited handedOff handoffNote notify owner ownerTask polledAfterExit run startedAt watchDisabled",
         "state.parking": "perOwner total ttlMs",
-        "state.releasedOwners{}": "owner run",
         "state.processes{}": "command consumed exited handedOff handoffNote notify owner ownerTask polledAfterExit run startedAt watchDisabled",
         "state.sessions{}": "budget busy closed inbox key lastActAt open overBudget queue refilledAt route staleAfterMs successor surface tokens",
         "state.sessions{}.inbox[]": "consumer items kind",
@@ -137,7 +136,7 @@ describe("checkpoints of the fold", () => {
         "state.sessions{}.route": "chat platform",
         "state.superseded{}": "at by",
       },
-      "version": 4,
+      "version": 5,
     });
   });
 });

@@ -60,11 +60,16 @@ export function forgetProcess(state: State, process: string, owner: string | und
   state.processes.delete(process);
   // Looked up only when it may matter, not in two large Maps for every settled process.
   const before = latest ? undefined : released(state, process)?.run;
-  state.releasedOwners.set(process, { owner, run: before !== undefined && (run === undefined || before > run) ? before : run });
+  const kept = before !== undefined && (run === undefined || before > run) ? before : run;
+  state.releasedOwners.set(process, owner);
+  if (kept !== undefined) state.releasedRuns.set(process, kept);
+  else if (state.releasedRuns.size > 0) state.releasedRuns.delete(process);
   if (state.releasedOwners.size >= rememberedOwners) {
     // The generation is full: it becomes the earlier one, and the one before is dropped whole.
     state.releasedEarlier = state.releasedOwners;
+    state.releasedRunsEarlier = state.releasedRuns;
     state.releasedOwners = new Map();
+    state.releasedRuns = new Map();
   }
 }
 
@@ -75,10 +80,18 @@ export function isReleased(state: State, process: string): boolean {
 
 /** The owner of a recently settled process (undefined when unaddressed or forgotten). */
 export function releasedOwner(state: State, process: string): string | undefined {
-  return released(state, process)?.owner;
+  return state.releasedOwners.has(process) ? state.releasedOwners.get(process) : state.releasedEarlier.get(process);
 }
 
 /** What is kept of a recently settled process (undefined when it is not, or forgotten). */
 export function released(state: State, process: string): Released | undefined {
-  return state.releasedOwners.get(process) ?? state.releasedEarlier.get(process);
+  if (state.releasedOwners.has(process)) return { owner: state.releasedOwners.get(process), run: state.releasedRuns.get(process) };
+  if (state.releasedEarlier.has(process)) return { owner: state.releasedEarlier.get(process), run: state.releasedRunsEarlier.get(process) };
+  return undefined;
+}
+
+/** A settled process was handed over (R35): a late notice of it goes to its new owner. */
+export function releasedHandedOff(state: State, process: string, to: string): void {
+  if (state.releasedOwners.has(process)) state.releasedOwners.set(process, to);
+  else if (state.releasedEarlier.has(process)) state.releasedEarlier.set(process, to);
 }

@@ -4,7 +4,7 @@
  */
 import type { EventOf, Stored } from "../events/schema.js";
 import type { Decisions } from "./decisions.js";
-import { forgetProcess, isReleased, makeItem, release, released, releasedOwner } from "./items.js";
+import { forgetProcess, isReleased, makeItem, release, released, releasedHandedOff, releasedOwner } from "./items.js";
 import { isLive, lineageTip, place } from "./ownership.js";
 import type { Item, ItemContext, Proc, State } from "./state.js";
 
@@ -189,8 +189,7 @@ export function processHandedOff(state: State, e: Stored<EventOf<"process.handed
     proc.owner = e.to;
     proc.handedOff = true;
   } else {
-    const kept = released(state, e.process);
-    if (kept !== undefined) kept.owner = e.to;
+    releasedHandedOff(state, e.process, e.to);
   }
   const fate = { what: "handed-off", from: e.from, to: e.to } as const;
   out.note?.({ seq: e.seq, member: e.process, itemSeq: undefined, fate });

@@ -97,7 +97,7 @@ export interface GatewayWindow {
 
 /** What is kept of a process whose completion was settled: its owner, and its last run (R33: a later replacement takes over that run only). */
 export interface Released {
-  owner: string | undefined;
+  readonly owner: string | undefined;
   readonly run: number | undefined;
 }
 
@@ -118,9 +118,18 @@ export interface State {
    * at most twice as many, without a delete in a large, churned Map per settlement
    * (docs/performance.md).
    */
-  releasedOwners: Map<string, Released>;
+  releasedOwners: Map<string, string | undefined>;
   /** The generation before `releasedOwners`; dropped whole when that one fills. */
-  releasedEarlier: Map<string, Released>;
+  releasedEarlier: Map<string, string | undefined>;
+  /**
+   * The last run (the seq of its start) of each process in `releasedOwners` that had one
+   * (R33: a later replacement takes over that run only), in the same generations. A Map of
+   * its own rather than an object beside the owner: an object per settled process, alive
+   * for thousands of settlements, slowed the fold on long logs.
+   */
+  releasedRuns: Map<string, number>;
+  /** The runs of `releasedEarlier`. */
+  releasedRunsEarlier: Map<string, number>;
   /**
    * Delegations whose result reached a session (or was settled by the ledger): never again.
    * The one part of the state that grows with the history (about 50 bytes an id), on
@@ -173,6 +182,8 @@ export function createState(parking: ParkingLimits = defaultParking, gateway: Ga
     delegations: new Map(),
     releasedOwners: new Map(),
     releasedEarlier: new Map(),
+    releasedRuns: new Map(),
+    releasedRunsEarlier: new Map(),
     settled: new Set(),
     superseded: new Map(),
     supersededItems: new Map(),
