@@ -124,8 +124,8 @@ export interface State {
   /**
    * The last run (the seq of its start) of each process in `releasedOwners` that had one
    * (R33: a later replacement takes over that run only), in the same generations. A Map of
-   * its own rather than an object beside the owner: an object per settled process, alive
-   * for thousands of settlements, slowed the fold on long logs.
+   * its own rather than an object beside the owner, so a settlement allocates no object
+   * that lives for thousands of settlements (docs/performance.md has the rows measured).
    */
   releasedRuns: Map<string, number>;
   /** The runs of `releasedEarlier`. */
