@@ -45,9 +45,13 @@ describe("the case suite", () => {
   });
 });
 
-describe("turnfold conform against turnfold replay - --json", () => {
-  it("agrees on the whole suite, text included where a case is text-exact", async () => {
-    const run = await cliAsync(["conform", "--cases", "--cmd", replayCmd, "--json"]);
+describe("turnfold conform against turnfold replay", () => {
+  // The whole suite through one `replay --conform-server` child: the fold and the JSON
+  // lines of `replay --json`, without a node start per case.
+  const serverCmd = `"${process.execPath}" "${cliEntry}" replay --conform-server`;
+
+  it("agrees on the whole suite, text included where a case is text-exact (replay --conform-server)", async () => {
+    const run = await cliAsync(["conform", "--cases", "--server", "--cmd", serverCmd, "--json"]);
     expect(run.code, run.stderr.slice(-2000)).toBe(0);
     const r = report(run.stdout);
     expect(r.cases!.failed).toEqual([]);
@@ -55,10 +59,26 @@ describe("turnfold conform against turnfold replay - --json", () => {
     expect(r.cases!.total).toBeGreaterThanOrEqual(50);
   }, 120_000);
 
-  // A child per history: 30 in the test command with a fixed seed, so the case suite and
-  // the fold cannot drift apart unnoticed; `npm run test:soak` runs 300.
+  it("agrees on 200 generated histories through replay --conform-server", async () => {
+    const run = await cliAsync(["conform", "--server", "--runs", "200", "--seed", "20261204", "--timeout-ms", "60000", "--cmd", serverCmd, "--json"]);
+    expect(run.code, run.stdout.slice(0, 2000) + run.stderr.slice(-2000)).toBe(0);
+    expect(report(run.stdout).generated).toMatchObject({ runs: 200, seed: 20261204 });
+  }, 120_000);
+
+  it("--conform-server ends on a history that is not a session, naming it, and takes no file", async () => {
+    const bad = await cliAsync(["replay", "--conform-server"], { input: '{"type":"session.opened","session":"s","surface":"tui","at":1}\n{"type":"conform.end"}\n{"type":"nope"}\n{"type":"conform.end"}\n' });
+    expect(bad.code).toBe(1);
+    expect(bad.stdout.trim().split("\n").at(-1)).toBe('{"type":"conform.end"}');
+    expect(bad.stderr).toContain('history 2 of stdin:1: type: unknown event type "nope"');
+    const withFile = await cliAsync(["replay", "x.jsonl", "--conform-server"]);
+    expect(withFile.code).toBe(2);
+    expect(withFile.stderr).toContain("--conform-server reads its histories from standard input");
+  });
+
+  // A child per history, as an implementation in another language would run: 15 in the
+  // test command with a fixed seed; `npm run test:soak` runs 300.
   const runs = atLength(15, 300);
-  it(`agrees on ${runs} generated histories`, async () => {
+  it(`agrees on ${runs} generated histories, a replay - --json child each`, async () => {
     // A generous timeout: the whole test command runs beside it, on two cores.
     const args = ["conform", "--runs", String(runs), "--seed", "20261201", "--timeout-ms", "60000", "--cmd", replayCmd, "--json"];
     const run = await cliAsync(args);

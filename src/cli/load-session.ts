@@ -123,6 +123,24 @@ async function* recordsOf(path: string): AsyncGenerator<Stored> {
   }
 }
 
+/** A history given as JSONL text (one of `replay --conform-server`'s), read as a JSONL file of it would be. */
+export function historyOfText(text: string, shown: string): History {
+  async function* pages(): AsyncGenerator<readonly Stored[]> {
+    try {
+      const numbering = await fileNumbering(chunksOf(text));
+      yield* decodeStoredJsonlStream(chunksOf(text), { pageSize: 1000, maxProblems: 20, numbering });
+    } catch (error) {
+      if (!(error instanceof JsonlProblems)) throw error;
+      throw new InputError(notASession(error, undefined, shown));
+    }
+  }
+  return { size: undefined, hasRecords: async () => undefined, pages: pages() };
+}
+
+async function* chunksOf(text: string): AsyncGenerator<string> {
+  yield text;
+}
+
 async function* jsonlPages(path: string, shown: string): AsyncGenerator<readonly Stored[]> {
   try {
     yield* jsonlFilePages(path, { pageSize: 1000, maxProblems: 20 });
@@ -138,10 +156,10 @@ async function* jsonlPages(path: string, shown: string): AsyncGenerator<readonly
  * twenty lines of parser errors. A JSON array gets a hint: turnfold reads one event per
  * line. Otherwise each problem, `FILE:LINE: field: reason`.
  */
-function notASession(error: JsonlProblems, path: string, shown: string): string {
+function notASession(error: JsonlProblems, path: string | undefined, shown: string): string {
   const first = error.problems[0];
   const atStart = first !== undefined && first.where === "line 1";
-  const hint = atStart && startsWithBracket(path) ? `\nIt looks like one JSON array: turnfold reads one event per line (JSONL), for example: jq -c '.[]' ${shown} > events.jsonl` : "";
+  const hint = atStart && path !== undefined && startsWithBracket(path) ? `\nIt looks like one JSON array: turnfold reads one event per line (JSONL), for example: jq -c '.[]' ${shown} > events.jsonl` : "";
   const notJson = (p: (typeof error.problems)[number]) => p.field === "(line)" && p.reason.startsWith("not valid JSON");
   if (atStart && notJson(first)) {
     const bad = error.problems.every(notJson) ? `${error.total === error.problems.length ? error.total : `at least ${error.problems.length}`} lines are not JSON` : "its first line is not JSON";

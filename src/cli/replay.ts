@@ -1,7 +1,9 @@
 import type { Command } from "commander";
 import { Projection, turnJson, type Output } from "../projections/project.js";
 import { Verifier, type Verified } from "../projections/verify.js";
-import { openHistory } from "./load-session.js";
+import { createInterface } from "node:readline";
+import { endLine } from "../conform/implementation.js";
+import { historyOfText, openHistory, type History } from "./load-session.js";
 import { runCommand, withInputFile, writeOut } from "./io.js";
 import { progress, styler, useColour } from "./style.js";
 import { budgetOption, foldOptions, logToRead, outputTailOption, readLogOption, staleAfterOption } from "./options.js";
@@ -14,6 +16,7 @@ interface ReplayOptions {
   json?: boolean;
   status?: boolean;
   verify?: boolean;
+  conformServer?: boolean;
 }
 
 export function replayCommand(program: Command): void {
@@ -24,11 +27,16 @@ export function replayCommand(program: Command): void {
     .addOption(readLogOption())
     .option("--json", "one JSON object per turn")
     .option("--status", "also print the TUI status lines")
+    .option("--conform-server", `answer \`turnfold conform --server\`: read histories from standard input, each ended by the line ${endLine}, and print each one's turns as --json does, then that line (to compare two versions of turnfold)`)
     .option("--verify", "compare the recorded notification.dispatched events with the re-derived turns (exit 1 on a difference, 3 when the log holds no record); with --json, the verdict as JSON")
     .addOption(budgetOption())
     .addOption(outputTailOption())
     .addOption(staleAfterOption())
     .action((file: string | undefined, options: ReplayOptions & { db?: string }, command: Command) => {
+      if (options.conformServer) {
+        if (file !== undefined || options.verify) command.error("error: --conform-server reads its histories from standard input: give it no file and no --verify", { exitCode: 2, code: "turnfold.usage" });
+        return runCommand(() => conformServer({ ...options, json: true }));
+      }
       const log = logToRead(command, file, options.db);
       return runCommand(() => withInputFile(log, (path, shown) => replayFile(path, shown, options)));
     });
@@ -40,7 +48,32 @@ export function replayCommand(program: Command): void {
  * reading stops at the first difference.
  */
 async function replayFile(path: string, file: string, options: ReplayOptions): Promise<number> {
-  const history = await openHistory(path, file);
+  return replayHistory(await openHistory(path, file), file, options);
+}
+
+/**
+ * `--conform-server`: each history, as it ends, replayed as `replay - --json` replays a
+ * file, its turns followed by the end line. A history that is not a valid session ends the
+ * command with its problems (exit 1), as it ends `replay -`; conform starts it again.
+ */
+async function conformServer(options: ReplayOptions): Promise<number> {
+  let lines: string[] = [];
+  let count = 0;
+  for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+    if (line.trim() !== endLine) {
+      lines.push(line);
+      continue;
+    }
+    count++;
+    const text = lines.join("\n") + "\n";
+    lines = [];
+    await replayHistory(historyOfText(text, `history ${count} of stdin`), "stdin", options);
+    await writeOut(endLine + "\n");
+  }
+  return 0;
+}
+
+async function replayHistory(history: History, file: string, options: ReplayOptions): Promise<number> {
   const bar = progress(history.size ?? 0, "replaying");
   const projection = new Projection(foldOptions(options));
   const verifier = options.verify ? new Verifier({ recorded: (await history.hasRecords()) ?? true }) : undefined;
