@@ -269,32 +269,48 @@ describe("one CLI shape (issue 48)", () => {
 });
 
 describe("progress on a terminal (issue 48)", () => {
-  it("items, sessions, explain, export and import show a bar on stderr for a long log when stderr is a terminal, and nothing when it is not", async () => {
+  // `script` gives the command a terminal, as a user's shell would.
+  const onTerminal = (args: string, env: NodeJS.ProcessEnv = {}) =>
+    spawnSync("script", ["-qec", `"${process.execPath}" "${cliEntry}" ${args} > /dev/null`, "/dev/null"], { encoding: "utf8", env: { ...process.env, TURNFOLD_DB: "", TURNFOLD_PROGRESS: "", ...env } });
+  const writeLog = async (db: string, batches: number, size: number) => {
     const { openLog } = await import("../src/open.js");
-    const db = join(dir, "long.sqlite");
     const log = await openLog(db);
-    for (let batch = 0; batch < 12; batch++) {
-      await log.append(Array.from({ length: 5000 }, (_, i) => ({ type: "process.exited" as const, at: batch * 5000 + i, process: `p${batch}-${i}`, exitCode: 0, reason: "exited" as const, output: "", owner: "s" })));
+    for (let batch = 0; batch < batches; batch++) {
+      await log.append(Array.from({ length: size }, (_, i) => ({ type: "process.exited" as const, at: batch * size + i, process: `p${batch}-${i}`, exitCode: 0, reason: "exited" as const, output: "", owner: "s" })));
     }
     await log.close();
-    // `script` gives the command a terminal, as a user's shell would.
-    const onTerminal = (args: string) => spawnSync("script", ["-qec", `"${process.execPath}" "${cliEntry}" ${args} > /dev/null`, "/dev/null"], { encoding: "utf8", env: { ...process.env, TURNFOLD_DB: "" } });
+  };
+
+  it("a log of 50,000 events or more shows a bar on stderr when stderr is a terminal, unless TURNFOLD_PROGRESS=off", async () => {
+    const db = join(dir, "long.sqlite");
+    await writeLog(db, 10, 5000);
+    const run = onTerminal(`items "${db}"`);
+    expect(run.status, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/folding \[#*\s*\] \d+%/);
+    const off = onTerminal(`sessions "${db}"`, { TURNFOLD_PROGRESS: "off" });
+    expect(off.status, off.stdout + off.stderr).toBe(0);
+    expect(off.stdout).not.toContain("folding");
+  }, 60_000);
+
+  it("items, sessions, explain, export and import show one for a log of any length with TURNFOLD_PROGRESS=on, and nothing when stderr is not a terminal", async () => {
+    const db = join(dir, "short.sqlite");
+    await writeLog(db, 3, 1000);
+    expect(onTerminal(`items "${db}"`).stdout).not.toContain("folding");
+    const on = { TURNFOLD_PROGRESS: "on" };
     for (const command of ["items", "sessions"]) {
-      const run = onTerminal(`${command} "${db}"`);
+      const run = onTerminal(`${command} "${db}"`, on);
       expect(run.status, run.stdout + run.stderr).toBe(0);
       expect(run.stdout).toMatch(/folding \[#*\s*\] \d+%/);
     }
-    const explained = onTerminal(`explain "${db}" p3-7`);
-    expect(explained.stdout).toMatch(/explaining \[#*\s*\] \d+%/);
-    const exportedOnTerminal = onTerminal(`export --db "${db}"`);
-    expect(exportedOnTerminal.stdout).toMatch(/exporting \[#*\s*\] \d+%/);
-    const piped = cli(["items", db]);
+    expect(onTerminal(`explain "${db}" p2-7`, on).stdout).toMatch(/explaining \[#*\s*\] \d+%/);
+    expect(onTerminal(`export --db "${db}"`, on).stdout).toMatch(/exporting \[#*\s*\] \d+%/);
+    const piped = cli(["items", db], { env: on });
     expect(piped.stderr).toBe("");
-    expect(cli(["explain", db, "p3-7"]).stderr).toBe("");
-    const exported = join(dir, "long.jsonl");
+    expect(cli(["explain", db, "p2-7"], { env: on }).stderr).toBe("");
+    const exported = join(dir, "short.jsonl");
     writeFileSync(exported, cli(["export", "--db", db]).stdout);
-    const imported = onTerminal(`import "${exported}" --db "${join(dir, "long-copy.sqlite")}"`);
+    const imported = onTerminal(`import "${exported}" --db "${join(dir, "short-copy.sqlite")}"`, on);
     expect(imported.stdout).toMatch(/importing \[#*\s*\] \d+%/);
-    expect(imported.stdout).toContain("imported 60000 events");
+    expect(imported.stdout).toContain("imported 3000 events");
   }, 60_000);
 });

@@ -8,9 +8,16 @@ export function styler(on: boolean) {
   return { bold: wrap(1, 22), dim: wrap(2, 22), cyan: wrap(36, 39), yellow: wrap(33, 39), red: wrap(31, 39), green: wrap(32, 39) };
 }
 
-/** A progress bar on stderr for long work (at least `min` steps); silent when stderr is not a terminal. */
+/**
+ * A progress bar on stderr for long work (at least `min` steps); silent when stderr is not
+ * a terminal. `TURNFOLD_PROGRESS` changes that on a terminal: `off` (or 0, false, no) never
+ * shows one, `on` (or 1, true, yes) shows one however short the work.
+ */
 export function progress(total: number, label: string, min = 50_000) {
-  const on = Boolean(process.stderr.isTTY) && total >= min;
+  const setting = process.env["TURNFOLD_PROGRESS"]?.trim() ?? "";
+  const always = /^(on|1|true|yes)$/i.test(setting);
+  const never = /^(off|0|false|no)$/i.test(setting);
+  const on = Boolean(process.stderr.isTTY) && !never && total > 0 && (always || total >= min);
   let shown = -1;
   return {
     tick(done: number) {
