@@ -23,7 +23,7 @@ const fixture = (name: string) => join(import.meta.dirname, "fixtures", name);
 
 
 const appender = (target: string, writer: string, batches: number, size: number, go = false) =>
-  child(["--import", "tsx", fixture("appender.ts"), target, writer, String(batches), String(size)], go ? { WAIT_FOR_GO: "1" } : {});
+  child([fixture("appender.mjs"), target, writer, String(batches), String(size)], go ? { WAIT_FOR_GO: "1" } : {});
 
 type Written = Stored & { writer: string; batch: number; index: number; size: number };
 

@@ -284,10 +284,10 @@ describe("sqlite log file", () => {
   });
 });
 
-const appender = join(import.meta.dirname, "fixtures", "appender.ts");
+const appender = join(import.meta.dirname, "fixtures", "appender.mjs");
 
 function startAppender(file: string, writer: string, batches: number, size: number, waitForGo = false) {
-  const child = spawn(process.execPath, ["--import", "tsx", appender, file, writer, String(batches), String(size)], {
+  const child = spawn(process.execPath, [appender, file, writer, String(batches), String(size)], {
     stdio: ["pipe", "pipe", "pipe"],
     env: { ...process.env, ...(waitForGo ? { WAIT_FOR_GO: "1" } : {}) },
   });
