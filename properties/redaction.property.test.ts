@@ -12,6 +12,8 @@ import type { TurnfoldEvent } from "../src/events/schema.js";
 import { readAll } from "../src/events/log.js";
 import { openLog } from "../src/open.js";
 import { secretCorpus } from "../src/testing/secret-corpus.js";
+import { defaultRules } from "../src/events/redact.js";
+import { punctuated, vendorShaped } from "../src/events/redaction-rules.js";
 
 const chars = (alphabet: string, min: number, max: number) => fc.string({ unit: fc.constantFrom(...alphabet), minLength: min, maxLength: max });
 const alnum = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz23456789";
@@ -78,5 +80,36 @@ test.prop([fc.constantFrom(...corpusLines), fc.array(fc.integer({ min: 1, max: 6
     } finally {
       await log.close();
     }
+  },
+);
+
+/**
+ * Pieces of the vendor rules' triggers and what is near them, so that a text drawn from
+ * them holds a trigger often, a near miss (`sk`, `gl-`, `SG`) more often still.
+ */
+const triggerPieces = [
+  "s", "k", "p", "r", "-", "_", "ant", "eyJ", "ey", "gh", "p_", "o_", "github_pat_", "gl", "pat", "dt", "GR1348941", "GR", "npm_", "npm", "live", "test", "prod",
+  "whsec_", "SG.", "SG", "hf_", "api_org_", "pypi-", "do", "v1_", "shp", "at", "ca", "xox", "b", "hooks.slack.com", "hooks", ".", "discord", "app", ".com/api/webhooks",
+  "AKIA", "ASIA", "AK", "AIza", "ya29.", "GOCSPX-", "7Q~", "Q~", "SK", "a", "key-", "key", "-us1", "us", "sq0", "atp", "dapi", "lin_api_", "dp.", "pt", "hvs.", "hv",
+  "NRAK-", "sntry", "u_", "ATATT3", ":AA", ":A", "AGE-SECRET-KEY-", "AGE", " ", "\n", "1", "f",
+  // One whole trigger of each rule besides, so that every rule's is drawn often.
+  "sk-ant-", "pk-", "ghu_", "glrt-", "rk_test_", "sk_live_", "dop_v1_", "shpss_", "xoxe-", "discordapp.com/api/webhooks", "ABIA", "ACCA", "3Q~", "SKf",
+  "-us12", "sq0csp-", "dp.scim.", "hvr.", "sntrys_", "sntryu_",
+];
+const vendorRules = defaultRules.filter((rule) => rule.gate === vendorShaped);
+
+test.prop([fc.array(fc.constantFrom(...triggerPieces), { maxLength: 12 }).map((pieces) => pieces.join(""))], { numRuns: 3000 })(
+  "the vendor gate: every text that a vendor rule's trigger matches passes it, so no vendor secret skips its rule",
+  (text) => {
+    expect(vendorRules.length).toBe(32);
+    const triggered = vendorRules.filter((rule) => rule.trigger!.test(text)).map((rule) => rule.name);
+    if (triggered.length > 0) expect(vendorShaped(text), `${JSON.stringify(text)} holds the trigger of ${triggered.join(", ")}`).toBe(true);
+  },
+);
+
+test.prop([fc.string({ unit: fc.constantFrom("a", "Z", "0", "_", "-", " ", "\n", "=", ":", "<", "é", "/", "."), maxLength: 16 })], { numRuns: 2000 })(
+  "the punctuation gate passes exactly the texts with an =, : or <, or a - after no word character",
+  (text) => {
+    expect(punctuated(text), JSON.stringify(text)).toBe(/[=:<]|(?:^|[^\w])-/.test(text));
   },
 );

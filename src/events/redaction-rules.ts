@@ -35,8 +35,13 @@ export interface RedactionRule {
 
 export const redacted = "[redacted]";
 
-/** An `=`, `:` or `<`, or a `-` that does not follow a word character (a flag, `-----BEGIN`). */
-const punctuation = /[=:<]|(?:^|[^\w])-/;
+/**
+ * An `=`, `:` or `<`, or a `-` that does not follow a word character (a flag, `-----BEGIN`).
+ * `\B-` says the latter: before a `-` (not a word character) there is no word boundary
+ * exactly when the character before is not one either, or there is none. Written as
+ * `(?:^|[^\w])-` it scanned test output at 0.65 of the speed.
+ */
+const punctuation = /[=:<]|\B-/;
 
 /**
  * The gate of every rule whose match holds such a character: test output often has none
@@ -149,7 +154,10 @@ const assignmentRules: RedactionRule[] = [
     // NAME: value (YAML, headers), "name": "value" (JSON), 'name' => 'value', name := "value".
     // Only blanks around the separator: a YAML key that opens a block keeps the next line.
     name: "assignment",
-    pattern: new RegExp(String.raw`(?<![A-Za-z0-9_-])(["']?)(${name})\1[ \t]*(:=|:|=>?)([ \t]*)${value}(?=([ \t]+[A-Za-z])?)`, "g"),
+    // The name must hold one of the secret words' parts (the trigger's test): every other
+    // `name: value` of a line (`src/a.ts:12:5 - error TS2322: Type …`) is passed over by the
+    // expression instead of being handed to `hideValue` to be turned down.
+    pattern: new RegExp(String.raw`(?<![A-Za-z0-9_-])(["']?)((?=[A-Za-z0-9_.-]*?${wordPart})${name})\1[ \t]*(:=|:|=>?)([ \t]*)${value}(?=([ \t]+[A-Za-z])?)`, "g"),
     replace: (match: string, _quote: string, n: string, separator: string, blank: string, dq?: string, sq?: string, bare?: string, prose?: string) => {
       if (bare !== undefined && separator === ":") {
         // `file.rs:42:9`, `auth::tests`, `pkg/auth.py:12`: a place in code, not a key and its value.
@@ -281,39 +289,61 @@ const keyRules: RedactionRule[] = [
 // ---------------------------------------------------------------------------------------
 // Tokens whose shape names their vendor. Values here are documented formats.
 
+/**
+ * Every vendor rule's trigger, in one expression whose alternatives share their first
+ * characters (`s…` once, `A…` once …) instead of one alternative per rule. Every text that
+ * any vendor rule's trigger matches passes it (a property checks that; `pk_` passes it too,
+ * which costs a look and nothing else), and text with none (most output) is scanned a
+ * quarter faster. It gates the vendor rules, whose own triggers then run only on a text it
+ * passes. A new vendor rule's trigger goes in here too.
+ */
+const vendorShape = new RegExp(
+  [
+    "[spr]k[-_]", "s(?:hp(?:at|ca|pa|ss)_|q0(?:atp|csp)-|ntry[su]_)", "eyJ", "g(?:h[pousr]_|ithub_pat_|l[a-z]{1,5}-)",
+    "G(?:R1348941|OCSPX-)", "npm_", "whsec_", String.raw`S(?:G\.|K[0-9a-f])`, String.raw`h(?:f_|ooks\.slack\.com|v[sbr]\.)`, "api_org_",
+    "pypi-", String.raw`d(?:o[por]_v1_|iscord(?:app)?\.com\/api\/webhooks|api|p\.[a-z]+\.)`, "xox[abeoprs]-",
+    "A(?:KIA|SIA|BIA|CCA|Iza|TATT3|GE-SECRET-KEY-)", String.raw`ya29\.`, String.raw`\dQ~`, "key-", String.raw`-us\d`, "lin_api_", "NRAK-", ":AA",
+  ].join("|"),
+);
+
+/** The gate of the vendor rules: whether a text holds any vendor rule's trigger. */
+export function vendorShaped(text: string): boolean {
+  return vendorShape.test(text);
+}
+
 const vendorRules: RedactionRule[] = [
-  { name: "jwt", pattern: /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, trigger: /eyJ/ },
-  { name: "anthropic", pattern: /\bsk-ant-[a-z]+\d*-[A-Za-z0-9_-]{20,}/g, trigger: /sk-ant-/ },
-  { name: "openai-style", pattern: /\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)?[A-Za-z0-9_-]{16,}/g, trigger: /[spr]k-/ },
-  { name: "github", pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/g, trigger: /gh[pousr]_|github_pat_/ },
-  { name: "gitlab", pattern: /\b(?:gl(?:pat|dt|ptt|rt|cbt|soat|ffct|imt|oas|ft)-[A-Za-z0-9_-]{20,}|glagent-[A-Za-z0-9_-]{50,}|GR1348941[A-Za-z0-9_-]{20,})/g, trigger: /gl[a-z]{1,5}-|GR1348941/ },
-  { name: "npm", pattern: /\bnpm_[A-Za-z0-9]{36}\b/g, trigger: /npm_/ },
-  { name: "stripe", pattern: /\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,}|\bwhsec_[A-Za-z0-9]{24,}/g, trigger: /[sr]k_(?:live|test|prod)_|whsec_/ },
-  { name: "sendgrid", pattern: /\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}/g, trigger: /SG\./ },
-  { name: "huggingface", pattern: /\b(?:hf_|api_org_)[A-Za-z0-9]{30,}/g, trigger: /hf_|api_org_/ },
-  { name: "pypi", pattern: /\bpypi-[A-Za-z0-9_-]{50,}/g, trigger: /pypi-/ },
-  { name: "digitalocean", pattern: /\bdo[por]_v1_[a-f0-9]{64}\b/g, trigger: /do[por]_v1_/ },
-  { name: "shopify", pattern: /\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b/g, trigger: /shp(?:at|ca|pa|ss)_/ },
-  { name: "slack", pattern: /\bxox[abeoprs]-[A-Za-z0-9-]{10,}/g, trigger: /xox[abeoprs]-/ },
-  { name: "slack-webhook", pattern: /\bhooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9_/+-]{20,}/g, trigger: /hooks\.slack\.com/ },
-  { name: "discord-webhook", pattern: /\bdiscord(?:app)?\.com\/api\/webhooks\/\d+\/[A-Za-z0-9_-]{40,}/g, trigger: /discord(?:app)?\.com\/api\/webhooks/ },
-  { name: "aws-access-key", pattern: /\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b/g, trigger: /AKIA|ASIA|ABIA|ACCA/ },
-  { name: "google-api-key", pattern: /\bAIza[0-9A-Za-z_-]{35}\b/g, trigger: /AIza/ },
-  { name: "google-oauth", pattern: /\bya29\.[A-Za-z0-9_-]{20,}|\bGOCSPX-[A-Za-z0-9_-]{20,}/g, trigger: /ya29\.|GOCSPX-/ },
-  { name: "azure-client-secret", pattern: /(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])/g, trigger: /\dQ~/ },
-  { name: "twilio", pattern: /\bSK[0-9a-f]{32}\b/g, trigger: /SK[0-9a-f]/ },
-  { name: "mailgun", pattern: /\bkey-[0-9a-f]{32}\b/g, trigger: /key-/ },
-  { name: "mailchimp", pattern: /\b[0-9a-f]{32}-us\d{1,2}\b/g, trigger: /-us\d/ },
-  { name: "square", pattern: /\bsq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}\b/g, trigger: /sq0(?:atp|csp)-/ },
-  { name: "databricks", pattern: /\bdapi[a-f0-9]{32}(?:-\d)?\b/g, trigger: /dapi/ },
-  { name: "linear", pattern: /\blin_api_[A-Za-z0-9]{40}\b/g, trigger: /lin_api_/ },
-  { name: "doppler", pattern: /\bdp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,44}\b/g, trigger: /dp\.[a-z]+\./ },
-  { name: "vault", pattern: /\bhv[sbr]\.[A-Za-z0-9_-]{24,}/g, trigger: /hv[sbr]\./ },
-  { name: "newrelic", pattern: /\bNRAK-[A-Z0-9]{27}\b/g, trigger: /NRAK-/ },
-  { name: "sentry", pattern: /\bsntry[su]_[A-Za-z0-9+/=_-]{40,}/g, trigger: /sntry[su]_/ },
-  { name: "atlassian", pattern: /\bATATT3[A-Za-z0-9_=-]{100,}/g, trigger: /ATATT3/ },
-  { name: "telegram-bot", pattern: /\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b/g, trigger: /:AA/ },
-  { name: "age-secret-key", pattern: /\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b/g, trigger: /AGE-SECRET-KEY-/ },
+  { name: "jwt", pattern: /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, trigger: /eyJ/, gate: vendorShaped },
+  { name: "anthropic", pattern: /\bsk-ant-[a-z]+\d*-[A-Za-z0-9_-]{20,}/g, trigger: /sk-ant-/, gate: vendorShaped },
+  { name: "openai-style", pattern: /\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)?[A-Za-z0-9_-]{16,}/g, trigger: /[spr]k-/, gate: vendorShaped },
+  { name: "github", pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/g, trigger: /gh[pousr]_|github_pat_/, gate: vendorShaped },
+  { name: "gitlab", pattern: /\b(?:gl(?:pat|dt|ptt|rt|cbt|soat|ffct|imt|oas|ft)-[A-Za-z0-9_-]{20,}|glagent-[A-Za-z0-9_-]{50,}|GR1348941[A-Za-z0-9_-]{20,})/g, trigger: /gl[a-z]{1,5}-|GR1348941/, gate: vendorShaped },
+  { name: "npm", pattern: /\bnpm_[A-Za-z0-9]{36}\b/g, trigger: /npm_/, gate: vendorShaped },
+  { name: "stripe", pattern: /\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,}|\bwhsec_[A-Za-z0-9]{24,}/g, trigger: /[sr]k_(?:live|test|prod)_|whsec_/, gate: vendorShaped },
+  { name: "sendgrid", pattern: /\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}/g, trigger: /SG\./, gate: vendorShaped },
+  { name: "huggingface", pattern: /\b(?:hf_|api_org_)[A-Za-z0-9]{30,}/g, trigger: /hf_|api_org_/, gate: vendorShaped },
+  { name: "pypi", pattern: /\bpypi-[A-Za-z0-9_-]{50,}/g, trigger: /pypi-/, gate: vendorShaped },
+  { name: "digitalocean", pattern: /\bdo[por]_v1_[a-f0-9]{64}\b/g, trigger: /do[por]_v1_/, gate: vendorShaped },
+  { name: "shopify", pattern: /\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b/g, trigger: /shp(?:at|ca|pa|ss)_/, gate: vendorShaped },
+  { name: "slack", pattern: /\bxox[abeoprs]-[A-Za-z0-9-]{10,}/g, trigger: /xox[abeoprs]-/, gate: vendorShaped },
+  { name: "slack-webhook", pattern: /\bhooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9_/+-]{20,}/g, trigger: /hooks\.slack\.com/, gate: vendorShaped },
+  { name: "discord-webhook", pattern: /\bdiscord(?:app)?\.com\/api\/webhooks\/\d+\/[A-Za-z0-9_-]{40,}/g, trigger: /discord(?:app)?\.com\/api\/webhooks/, gate: vendorShaped },
+  { name: "aws-access-key", pattern: /\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b/g, trigger: /AKIA|ASIA|ABIA|ACCA/, gate: vendorShaped },
+  { name: "google-api-key", pattern: /\bAIza[0-9A-Za-z_-]{35}\b/g, trigger: /AIza/, gate: vendorShaped },
+  { name: "google-oauth", pattern: /\bya29\.[A-Za-z0-9_-]{20,}|\bGOCSPX-[A-Za-z0-9_-]{20,}/g, trigger: /ya29\.|GOCSPX-/, gate: vendorShaped },
+  { name: "azure-client-secret", pattern: /(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])/g, trigger: /\dQ~/, gate: vendorShaped },
+  { name: "twilio", pattern: /\bSK[0-9a-f]{32}\b/g, trigger: /SK[0-9a-f]/, gate: vendorShaped },
+  { name: "mailgun", pattern: /\bkey-[0-9a-f]{32}\b/g, trigger: /key-/, gate: vendorShaped },
+  { name: "mailchimp", pattern: /\b[0-9a-f]{32}-us\d{1,2}\b/g, trigger: /-us\d/, gate: vendorShaped },
+  { name: "square", pattern: /\bsq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}\b/g, trigger: /sq0(?:atp|csp)-/, gate: vendorShaped },
+  { name: "databricks", pattern: /\bdapi[a-f0-9]{32}(?:-\d)?\b/g, trigger: /dapi/, gate: vendorShaped },
+  { name: "linear", pattern: /\blin_api_[A-Za-z0-9]{40}\b/g, trigger: /lin_api_/, gate: vendorShaped },
+  { name: "doppler", pattern: /\bdp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,44}\b/g, trigger: /dp\.[a-z]+\./, gate: vendorShaped },
+  { name: "vault", pattern: /\bhv[sbr]\.[A-Za-z0-9_-]{24,}/g, trigger: /hv[sbr]\./, gate: vendorShaped },
+  { name: "newrelic", pattern: /\bNRAK-[A-Z0-9]{27}\b/g, trigger: /NRAK-/, gate: vendorShaped },
+  { name: "sentry", pattern: /\bsntry[su]_[A-Za-z0-9+/=_-]{40,}/g, trigger: /sntry[su]_/, gate: vendorShaped },
+  { name: "atlassian", pattern: /\bATATT3[A-Za-z0-9_=-]{100,}/g, trigger: /ATATT3/, gate: vendorShaped },
+  { name: "telegram-bot", pattern: /\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b/g, trigger: /:AA/, gate: vendorShaped },
+  { name: "age-secret-key", pattern: /\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b/g, trigger: /AGE-SECRET-KEY-/, gate: vendorShaped },
 ];
 
 /**
