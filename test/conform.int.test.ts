@@ -66,7 +66,7 @@ describe("turnfold conform against turnfold replay", () => {
     expect(report(run.stdout).generated).toMatchObject({ runs: 200, seed: 20261204 });
   }, 120_000);
 
-  it("--conform-server ends on a history that is not a session, naming it, and takes no file", async () => {
+  it("--conform-server ends on a history that is not a session, or input that ends inside one, naming it, and takes no file", async () => {
     const bad = await cliAsync(["replay", "--conform-server"], { input: '{"type":"session.opened","session":"s","surface":"tui","at":1}\n{"type":"conform.end"}\n{"type":"nope"}\n{"type":"conform.end"}\n' });
     expect(bad.code).toBe(1);
     expect(bad.stdout.trim().split("\n").at(-1)).toBe('{"type":"conform.end"}');
@@ -74,6 +74,12 @@ describe("turnfold conform against turnfold replay", () => {
     const withFile = await cliAsync(["replay", "x.jsonl", "--conform-server"]);
     expect(withFile.code).toBe(2);
     expect(withFile.stderr).toContain("--conform-server reads its histories from standard input");
+    expect((await cliAsync(["replay", "--db", "x.sqlite", "--conform-server"])).code).toBe(2);
+    // Input that ends inside a history is said, not dropped.
+    const cut = await cliAsync(["replay", "--conform-server"], { input: '{"type":"session.opened","session":"s","surface":"tui","at":1}\n{"type":"conform.end"}\n{"type":"session.opened","session":"t","surface":"tui","at":2}\n' });
+    expect(cut.code).toBe(1);
+    expect(cut.stdout.trim().split("\n")).toEqual(['{"type":"conform.end"}']);
+    expect(cut.stderr).toContain('stdin ended inside history 2: 1 line after the last {"type":"conform.end"}');
   });
 
   // A child per history, as an implementation in another language would run: 15 in the

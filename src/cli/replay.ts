@@ -1,10 +1,10 @@
+import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import { Projection, turnJson, type Output } from "../projections/project.js";
 import { Verifier, type Verified } from "../projections/verify.js";
-import { createInterface } from "node:readline";
 import { endLine } from "../conform/implementation.js";
 import { historyOfText, openHistory, type History } from "./load-session.js";
-import { runCommand, withInputFile, writeOut } from "./io.js";
+import { InputError, runCommand, withInputFile, writeOut } from "./io.js";
 import { progress, styler, useColour } from "./style.js";
 import { budgetOption, foldOptions, logToRead, outputTailOption, readLogOption, staleAfterOption } from "./options.js";
 import type { Budget } from "../events/schema.js";
@@ -34,7 +34,8 @@ export function replayCommand(program: Command): void {
     .addOption(staleAfterOption())
     .action((file: string | undefined, options: ReplayOptions & { db?: string }, command: Command) => {
       if (options.conformServer) {
-        if (file !== undefined || options.verify) command.error("error: --conform-server reads its histories from standard input: give it no file and no --verify", { exitCode: 2, code: "turnfold.usage" });
+        const db = command.getOptionValueSource("db") === "cli";
+        if (file !== undefined || db || options.verify) command.error("error: --conform-server reads its histories from standard input: give it no file, no --db and no --verify", { exitCode: 2, code: "turnfold.usage" });
         return runCommand(() => conformServer({ ...options, json: true }));
       }
       const log = logToRead(command, file, options.db);
@@ -70,6 +71,9 @@ async function conformServer(options: ReplayOptions): Promise<number> {
     await replayHistory(historyOfText(text, `history ${count} of stdin`), "stdin", options);
     await writeOut(endLine + "\n");
   }
+  // Input that ends inside a history (lines after the last end line) is not dropped unsaid.
+  const left = lines.filter((line) => line.trim() !== "").length;
+  if (left > 0) throw new InputError(`stdin ended inside history ${count + 1}: ${left} ${left === 1 ? "line" : "lines"} after the last ${endLine}`);
   return 0;
 }
 
