@@ -3,8 +3,7 @@
  * `turnfold scan` and the bench. The rules run as the redactor runs them (in order, each on
  * what the ones before it left), so each hit is counted under the rule that would replace it.
  */
-import { redacted } from "./redaction-rules.js";
-import { defaultRules, type RedactionRule } from "./redact.js";
+import { defaultRules, replaceMatches, type RedactionRule } from "./redact.js";
 
 /** One place a rule would redact: its 1-based line and column in the text scanned, and how many characters. */
 export interface ScanHit {
@@ -24,9 +23,6 @@ function lineAndColumn(text: string, index: number): { line: number; column: num
   return { line, column: index - start + 1 };
 }
 
-/** A string replacement with its `$1`…`$9` and `$&` filled in from the match. */
-const expand = (replacement: string, m: RegExpExecArray) => replacement.replace(/\$([1-9&])/g, (_, n: string) => (n === "&" ? m[0] : (m[Number(n)] ?? "")));
-
 const newlines = (text: string) => {
   let n = 0;
   for (let at = text.indexOf("\n"); at !== -1; at = text.indexOf("\n", at + 1)) n++;
@@ -44,22 +40,11 @@ export function scanText(text: string, rules: readonly RedactionRule[] = default
   for (const rule of rules) {
     const trigger = rule.trigger === undefined ? undefined : new RegExp(rule.trigger.source, rule.trigger.flags.replace(/[gy]/g, ""));
     if (trigger !== undefined && !trigger.test(current)) continue;
-    const pattern = new RegExp(rule.pattern.source, rule.pattern.flags.includes("g") ? rule.pattern.flags : `${rule.pattern.flags}g`);
-    let out = "";
-    let done = 0;
-    for (let m = pattern.exec(current); m !== null; m = pattern.exec(current)) {
-      const replace = rule.replace;
-      const replaced = typeof replace === "function" ? replace(m[0], ...m.slice(1), m.index, current) : expand(replace ?? redacted, m);
-      if (replaced === m[0]) {
-        pattern.lastIndex = m.index + 1;
-        continue;
-      }
-      hits.push({ rule: rule.name, ...lineAndColumn(current, m.index), length: m[0].length });
-      out += current.slice(done, m.index) + replaced + "\n".repeat(Math.max(0, newlines(m[0]) - newlines(replaced)));
-      done = m.index + m[0].length;
-      pattern.lastIndex = Math.max(done, m.index + 1);
-    }
-    if (done > 0) current = out + current.slice(done);
+    const scanned = current;
+    current = replaceMatches(scanned, rule, (m, replaced) => {
+      hits.push({ rule: rule.name, ...lineAndColumn(scanned, m.index), length: m[0].length });
+      return replaced + "\n".repeat(Math.max(0, newlines(m[0]) - newlines(replaced)));
+    });
   }
   return hits;
 }
