@@ -125,25 +125,25 @@ async function* recordsOf(path: string): AsyncGenerator<Stored> {
 
 /** A history given as JSONL text (one of `replay --conform-server`'s), read as a JSONL file of it would be. */
 export function historyOfText(text: string, shown: string): History {
-  async function* pages(): AsyncGenerator<readonly Stored[]> {
-    try {
-      const numbering = await fileNumbering(chunksOf(text));
-      yield* decodeStoredJsonlStream(chunksOf(text), { pageSize: 1000, maxProblems: 20, numbering });
-    } catch (error) {
-      if (!(error instanceof JsonlProblems)) throw error;
-      throw new InputError(notASession(error, undefined, shown));
-    }
+  async function* pages(): AsyncGenerator<Stored[]> {
+    const numbering = await fileNumbering(chunksOf(text));
+    yield* decodeStoredJsonlStream(chunksOf(text), { pageSize: 1000, maxProblems: 20, numbering });
   }
-  return { size: undefined, hasRecords: async () => undefined, pages: pages() };
+  return { size: undefined, hasRecords: async () => undefined, pages: asSession(pages(), undefined, shown) };
 }
 
 async function* chunksOf(text: string): AsyncGenerator<string> {
   yield text;
 }
 
-async function* jsonlPages(path: string, shown: string): AsyncGenerator<readonly Stored[]> {
+function jsonlPages(path: string, shown: string): AsyncGenerator<readonly Stored[]> {
+  return asSession(jsonlFilePages(path, { pageSize: 1000, maxProblems: 20 }), path, shown);
+}
+
+/** JSONL pages whose bad lines end the reading as an `InputError` that says why the input is not a session. */
+async function* asSession(pages: AsyncIterable<readonly Stored[]>, path: string | undefined, shown: string): AsyncGenerator<readonly Stored[]> {
   try {
-    yield* jsonlFilePages(path, { pageSize: 1000, maxProblems: 20 });
+    yield* pages;
   } catch (error) {
     if (!(error instanceof JsonlProblems)) throw error;
     throw new InputError(notASession(error, path, shown));
