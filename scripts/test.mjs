@@ -1,5 +1,6 @@
-// `npm test` after the build: the type checks (the sources and tests, and the report's
-// page) and vitest at once. The type checks need about 25 s of one core and vitest leaves
+// `npm test` after the build: the type checks (the tests, against the declarations the
+// build wrote, and the report's page) and vitest at once. The type checks need about 17 s
+// of one core and vitest leaves
 // part of the machine idle while its tests wait on children and databases, so the checks
 // run beside it at a lower priority (nice 10) instead of before it. Their output is shown
 // after vitest's, and the command fails when any of the three fails.
@@ -22,7 +23,7 @@ function run(command, args, { quiet }) {
 }
 
 const checks = [
-  ["the type check of src, test, properties and bench", ["-n", "10", process.execPath, tsc, "--noEmit"]],
+  ["the type check of test and properties", ["-n", "10", process.execPath, tsc, "--noEmit"]],
   ["the type check of the report's page", ["-n", "10", process.execPath, tsc, "-p", "src/report/page"]],
 ].map(([name, args]) => run("nice", args, { quiet: true }).then((result) => ({ name, ...result })));
 const tests = await run(process.execPath, ["node_modules/vitest/vitest.mjs", "run", ...process.argv.slice(2)], { quiet: false });
