@@ -5,10 +5,11 @@ import { decodeJsonl, eventTypes, formatProblem, schemaVersion, validateEvent, t
 describe("event schemas", () => {
   it("knows every docs/events.md type, at schema version 1", () => {
     expect(schemaVersion).toBe(1);
-    expect(new Set(eventTypes).size).toBe(32);
+    expect(new Set(eventTypes).size).toBe(33);
     expect(eventTypes).toContain("batch.accepted");
     expect(eventTypes).toContain("host.notified");
     expect(eventTypes).toContain("host.captured");
+    expect(eventTypes).toContain("host.running");
     expect(eventTypes).toContain("delegation.taskFailed");
     expect(eventTypes).toContain("process.handed-off");
   });

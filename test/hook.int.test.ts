@@ -137,6 +137,42 @@ describe("turnfold hook claude-code: Stop", () => {
   });
 });
 
+describe("turnfold hook claude-code: the host's own work at a stop (issue 57, point 4)", () => {
+  // Claude Code 2.1.332's Stop input, as a Stop hook received it with two of its own
+  // background shells running (test/hosts: a native Bash that no turnfold took).
+  const backgroundTasks = [
+    { id: "blyadn5en", type: "shell", status: "running", description: "background job 2", command: "sleep 6; echo two" },
+    { id: "bkukunclj", type: "shell", status: "running", description: "deploy", command: "DEPLOY_TOKEN=hunter2-deploy-secret ./deploy.sh" },
+  ];
+
+  it("records the Stop input's background_tasks as one host.running, commands redacted, and still hands the ready turn over", async () => {
+    const db = await logWith("s1", ["build"]);
+    const run = command(db, payload("s1", "Stop", { stop_hook_active: false, background_tasks: backgroundTasks, session_crons: [] }));
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ decision: "block" });
+    const running = (await eventsOf(db)).filter((e) => e.type === "host.running");
+    expect(running).toHaveLength(1);
+    expect(running[0]).toMatchObject({ session: "s1", host: "claude-code", tasks: [{ id: "blyadn5en", kind: "shell", status: "running", description: "background job 2", command: "sleep 6; echo two" }, { id: "bkukunclj", kind: "shell" }] });
+    const stored = JSON.stringify(running[0]);
+    expect(stored).not.toContain("hunter2-deploy-secret");
+    expect(stored).toContain("[redacted]");
+  });
+
+  it("records nothing for an empty list, a list in a shape it cannot read, or another moment; an unreadable entry is passed over", async () => {
+    const db = await logWith("s1", []);
+    await hook(db, payload("s1", "Stop", { background_tasks: [] }));
+    await hook(db, payload("s1", "Stop", { background_tasks: "shell x" }));
+    await hook(db, payload("s1", "Stop", { background_tasks: [{ type: "shell" }, 7] }));
+    await hook(db, payload("s1", "UserPromptSubmit", { background_tasks: backgroundTasks, prompt: "hi" }));
+    await hook(db, payload("s1", "SubagentStop", { background_tasks: backgroundTasks, agent_id: "a1" }));
+    expect((await eventsOf(db)).filter((e) => e.type === "host.running")).toEqual([]);
+    await hook(db, payload("s1", "Stop", { background_tasks: [{ id: "", type: "shell" }, { id: "m1", type: "monitor" }] }));
+    const running = (await eventsOf(db)).filter((e) => e.type === "host.running");
+    expect(running.map((e) => (e as { tasks: unknown }).tasks)).toEqual([[{ id: "m1", kind: "monitor" }]]);
+  });
+});
+
 describe("turnfold hook claude-code: UserPromptSubmit, sessions, failures", () => {
   it("adds what became ready while idle to the prompt, as one block of context", async () => {
     const db = await logWith("u1", ["x"]);

@@ -319,6 +319,33 @@ export const HostCaptured = event("host.captured", {
   process: id.optional(),
 });
 
+/**
+ * What the host itself had running in the background when its agent stopped, as the
+ * host's `Stop` input listed it (Claude Code's `background_tasks`). Captured commands run
+ * as turnfold processes and are never in that list, so these are the host's own: subagents,
+ * `Monitor`, commands a project exempts or a host ran after dropping a rewrite, and jobs
+ * started before turnfold was installed. Each task: the host's `id`, its `kind` (the
+ * host's own word: `shell`, `agent`, ...), and its `status`, `description` and `command`
+ * when the host gave them (text fields, redacted like any). Recorded by the `Stop` hook
+ * when the list is not empty. The fold passes over it; the report shows it on the
+ * session's lane, so the host's later wakes for that work are not a surprise.
+ */
+export const HostRunning = event("host.running", {
+  session: id,
+  host: id,
+  tasks: z
+    .array(
+      z.object({
+        id,
+        kind: z.string().min(1),
+        status: z.string().min(1).optional(),
+        description: z.string().optional(),
+        command: z.string().optional(),
+      }),
+    )
+    .min(1, "must name at least one task"),
+});
+
 export const TurnfoldEvent = z.discriminatedUnion("type", [
   SessionOpened,
   SessionCompressed,
@@ -352,6 +379,7 @@ export const TurnfoldEvent = z.discriminatedUnion("type", [
   HandoverReleased,
   HostNotified,
   HostCaptured,
+  HostRunning,
 ]);
 
 /** Any event of schema version 1, as a producer writes it (the log adds `seq`). */

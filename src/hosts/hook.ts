@@ -24,7 +24,7 @@
  */
 import type { StoredDispatch } from "../projections/dispatch-record.js";
 import { z } from "zod";
-import type { DrainConsumer } from "../events/schema.js";
+import type { DrainConsumer, TurnfoldEvent } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
 import type { AgentHost } from "./host.js";
 import { claimTurns, deliver, holder, type Claim } from "../ledger/handover.js";
@@ -123,6 +123,35 @@ export interface ClaimedAnswer {
   readonly taken: Claim;
 }
 
+/** One entry of Claude Code's `background_tasks`, as far as turnfold reads it. */
+const BackgroundTask = z.looseObject({
+  id: z.string().min(1),
+  type: z.string().min(1),
+  status: z.string().min(1).optional(),
+  description: z.string().optional(),
+  command: z.string().optional(),
+});
+
+/**
+ * The host's own background work at a stop (`host.running`): the `Stop` input's
+ * `background_tasks` (Claude Code 2.1.332 lists each task's id, type, status, description
+ * and command). Undefined at any other moment, for an empty list, or for a list in a shape
+ * this version does not know (an entry it cannot read is passed over: the hook's answer
+ * never waits on it).
+ */
+export function hostRunning(input: HookInput, session: string, host: AgentHost): TurnfoldEvent | undefined {
+  if (input.hook_event_name !== "Stop") return undefined;
+  const list = input["background_tasks"];
+  if (!Array.isArray(list)) return undefined;
+  const tasks = list.flatMap((entry) => {
+    const task = BackgroundTask.safeParse(entry);
+    if (!task.success) return [];
+    const { id, type, status, description, command } = task.data;
+    return [{ id, kind: type, ...(status !== undefined ? { status } : {}), ...(description !== undefined ? { description } : {}), ...(command !== undefined ? { command } : {}) }];
+  });
+  return tasks.length === 0 ? undefined : { type: "host.running", at: Date.now(), session, host, tasks };
+}
+
 /**
  * The first half of a hook's answer: drains when its moment calls for it (with `drain`),
  * and claims what waits (see handover.ts: another hook or the server handing over at the
@@ -130,6 +159,8 @@ export interface ClaimedAnswer {
  * `line`, then settles the claim: handed once written, released when the write failed.
  */
 export async function claimHookAnswer(log: EventStore, session: string, input: HookInput, host: AgentHost, drain: (consumer: DrainConsumer) => Promise<void>): Promise<ClaimedAnswer | undefined> {
+  const running = hostRunning(input, session, host);
+  if (running !== undefined) await log.append([running]);
   const plan = planOf(input, host);
   if (plan === undefined) return undefined;
   if (plan.drain !== undefined) await drain(plan.drain);

@@ -77,6 +77,7 @@ export function step(state: State, event: Stored, out: Decisions): void {
     case "handover.released":
     case "host.notified":
     case "host.captured":
+    case "host.running":
       return;
   }
 }

@@ -5,7 +5,7 @@
  * subagents, and runs `replay --verify`, which fails on a turn handed over twice or to a
  * subagent. Run by `npm run test:hosts`.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { claudeEnv, exitLogged, expectDelivered, installed, World } from "./harness.js";
@@ -164,6 +164,20 @@ for (const version of versions) {
       expect(events.filter((e) => e.type === "handover.claimed"), story).toEqual([]);
       expect(events.some((e) => e.type === "process.consumed"), story).toBe(true);
       expect(w.model.exchanges.filter((e) => e.hostNotice), story).toEqual([]);
+      await w.close();
+    });
+
+    it("a background command the project exempts stays the host's: the host announces it, and the stop while it runs records it as host.running (issue 57, point 4)", async () => {
+      const w = await world(bin, "native-exempt", { nativeBg: ["sleep 3; echo exempt-job-done"] });
+      writeFileSync(join(w.project, ".turnfold.json"), JSON.stringify({ capture: { exempt: ["sleep 3"] } }));
+      await w.sh("claude", ["-p", "START-BG: exempt", ...capturedArgs, "--allowedTools", "Bash(sleep:*)"], { env: nativeEnv });
+      const story = await w.story();
+      const events = await w.events();
+      expect(events.filter((e) => e.type === "host.captured"), story).toEqual([]);
+      const running = events.filter((e) => e.type === "host.running");
+      expect(running.length, story).toBeGreaterThanOrEqual(1);
+      expect(running[0], story).toMatchObject({ host: "claude-code", tasks: [{ kind: "shell", command: "sleep 3; echo exempt-job-done" }] });
+      expect(w.model.exchanges.filter((e) => e.hostNotice).length, story).toBeGreaterThanOrEqual(1);
       await w.close();
     });
 
