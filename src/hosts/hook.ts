@@ -53,36 +53,18 @@ function recipientOf(input: HookInput): string | null {
 /**
  * Folds the log with a live runner (which records any turn decided and not yet recorded,
  * as every runner on a log may); when this session has items ready, appends one drain and
- * waits until its turns are recorded.
+ * waits until its turns are recorded (`LiveRunner.drain`).
  */
 async function drainIfReady(log: EventStore, session: string, consumer: DrainConsumer, timeoutMs: number): Promise<void> {
   // Loaded here: a hook whose server drains for it never folds, and never pays for the fold's code.
-  const { liveTurns } = await import("../projections/live.js");
-  return new Promise<void>((resolve, reject) => {
-    let target: number | undefined;
-    let drained = false;
-    let settled = false;
-    const finish = (error?: unknown) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      setImmediate(() => subscription.unsubscribe());
-      if (error === undefined) resolve();
-      else reject(error instanceof Error ? error : new Error(String(error)));
-    };
-    const timer = setTimeout(() => finish(new Error(`the log did not answer within ${timeoutMs / 1000} s`)), timeoutMs);
-    void log.lastSeq().then((end) => (target ??= end), finish);
-    const subscription = liveTurns(log, {
-      // The hook needs the fold's present only: it starts from the log's checkpoint.
-      fromCheckpoint: true,
-      idle: (seq, view) => {
-        if (settled || target === undefined || seq < target) return;
-        if (drained || view.ready(session).length === 0) return finish();
-        drained = true;
-        log.append([{ type: "drain", at: Date.now(), session, consumer }]).then(([drainSeq]) => (target = drainSeq!), finish);
-      },
-    }).subscribe({ error: finish });
-  });
+  const { LiveRunner } = await import("../projections/runner.js");
+  // The hook needs the fold's present only: it starts from the log's checkpoint.
+  const runner = LiveRunner.start(log, { fromCheckpoint: true });
+  try {
+    await runner.drain(session, consumer, { timeoutMs });
+  } finally {
+    runner.stop();
+  }
 }
 
 /** What a hook of `event` does: drain with which consumer (or none), and how many turns it may hand over. */

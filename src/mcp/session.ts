@@ -11,11 +11,10 @@
  * handed twice.
  */
 import { statSync } from "node:fs";
-import type { Subscription } from "rxjs";
 import type { EventStore } from "../events/store.js";
 import { fromRecord, type StoredDispatch } from "../projections/dispatch-record.js";
-import { liveTurns, type LiveView } from "../projections/live.js";
-import type { ReadyItem, Turn } from "../projections/project.js";
+import { LiveRunner } from "../projections/runner.js";
+import type { Turn } from "../projections/project.js";
 import { Supervisor, type ExitResult, type LogPage, type WaitResult } from "../supervisor/supervisor.js";
 import { handOver, holder, readRecords, waitingRecords } from "../ledger/handover.js";
 import type { DrainConsumer, HandoverHolder } from "../events/schema.js";
@@ -93,20 +92,16 @@ export class AgentSession {
   readonly #spool: OutputSpool;
   readonly #catchUpMs: number;
   #next: number;
-  #runner: Subscription | undefined;
+  #runner: LiveRunner | undefined;
   /** Set by `close`: no hand-over or drain starts after it. */
   #closing = false;
-  #idleSeq = 0;
-  #ready: ReadyItem[] = [];
   /** Seq of the newest item seen ready, so that listeners hear of each new one. */
   #newestReady = 0;
-  readonly #idleWaiters: { seq: number; resolve: () => void }[] = [];
   readonly #changeListeners: (() => void)[] = [];
   readonly #exitListeners: (() => void)[] = [];
   /** Seqs of this session's records not yet handed over, oldest first, as last seen. */
   #waiting: number[] = [];
   #queue: Promise<unknown> = Promise.resolve();
-  #failure: Error | undefined;
   readonly #failed: Promise<never>;
   #fail!: (error: Error) => void;
 
@@ -138,22 +133,16 @@ export class AgentSession {
   }
 
   #startRunner(options: AgentSessionOptions): void {
-    this.#runner = liveTurns(this.#log, {
+    const settings = {
       fromCheckpoint: true,
       ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}),
       ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}),
       ...(options.giveUpAfterMs !== undefined ? { giveUpAfterMs: options.giveUpAfterMs } : {}),
       ...(options.idleCloseMs !== undefined ? { idleCloseMs: options.idleCloseMs } : {}),
-      onUnavailable: (error) => options.report?.({ event: "db-unavailable", error: (error as Error).message ?? String(error) }),
-      onRecovered: (downMs) => options.report?.({ event: "db-recovered", downMs }),
-      idle: (seq, view) => this.#idle(seq, view),
-    }).subscribe({
-      error: (error: unknown) => {
-        this.#failure = error instanceof Error ? error : new Error(String(error));
-        this.#fail(this.#failure);
-        for (const waiter of this.#idleWaiters.splice(0)) waiter.resolve();
-      },
-    });
+      onUnavailable: (error: unknown) => options.report?.({ event: "db-unavailable", error: (error as Error).message ?? String(error) }),
+      onRecovered: (downMs: number) => options.report?.({ event: "db-recovered", downMs }),
+    };
+    this.#runner = LiveRunner.start(this.#log, settings, { session: this.session, idle: () => this.#idle(), failed: (error) => this.#fail(error) });
   }
 
   /** Rejects when the session cannot go on (the live runner failed: the log stayed unreachable). */
@@ -161,16 +150,12 @@ export class AgentSession {
     return this.#failed;
   }
 
-  #idle(seq: number, view: LiveView): void {
-    this.#idleSeq = seq;
-    this.#ready = view.ready(this.session);
-    for (let i = this.#idleWaiters.length - 1; i >= 0; i--) {
-      const waiter = this.#idleWaiters[i]!;
-      if (waiter.seq <= seq) {
-        this.#idleWaiters.splice(i, 1);
-        waiter.resolve();
-      }
-    }
+  /** What waited for this session at the runner's last idle point. */
+  get #ready() {
+    return this.#runner?.ready ?? [];
+  }
+
+  #idle(): void {
     // Any item newer than those seen before is news, however many wait.
     const newest = this.#ready.at(-1)?.seq ?? 0;
     if (newest > this.#newestReady) {
@@ -179,21 +164,14 @@ export class AgentSession {
     }
   }
 
+  /** How long a hand-over waits for the runner, and what the error says then. */
+  get #wait() {
+    return { timeoutMs: this.#catchUpMs, advice: ": try again" };
+  }
+
   /** Resolves once the runner has decided and recorded everything up to `seq`. */
   #caughtUp(seq: number): Promise<void> {
-    if (this.#failure) return Promise.reject(this.#failure);
-    if (this.#idleSeq >= seq) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the log did not answer within ${this.#catchUpMs / 1000} s: try again`)), this.#catchUpMs);
-      this.#idleWaiters.push({
-        seq,
-        resolve: () => {
-          clearTimeout(timer);
-          if (this.#failure) reject(this.#failure);
-          else resolve();
-        },
-      });
-    });
+    return this.#runner!.caughtUp(seq, this.#wait);
   }
 
   /** Called when items become ready for this session (as the runner sees them); returns what stops it. */
@@ -297,10 +275,7 @@ export class AgentSession {
       await this.#supervisor.flush();
       await this.#caughtUp(await this.#log.lastSeq());
     }
-    if (this.#ready.length > 0) {
-      const [seq] = await this.#log.append([{ type: "drain", at: Date.now(), session: this.session, consumer: "tui-poller" }]);
-      await this.#caughtUp(seq!);
-    }
+    if (this.#ready.length > 0) await this.#runner!.drainRecorded(this.session, "tui-poller", this.#wait);
     let turns: HandedTurn[] = [];
     await handOver(this.#log, this.session, holder(how.via, how.hostEvent), async (records) => {
       turns = records.map(handed);
@@ -319,10 +294,7 @@ export class AgentSession {
     if (this.#closing) return Promise.resolve();
     const next = this.#queue.then(async () => {
       await this.#supervisor.flush();
-      await this.#caughtUp(await this.#log.lastSeq());
-      if (this.#ready.length === 0) return;
-      const [seq] = await this.#log.append([{ type: "drain", at: Date.now(), session: this.session, consumer }]);
-      await this.#caughtUp(seq!);
+      await this.#runner!.drain(this.session, consumer, this.#wait);
     });
     this.#queue = next.catch(() => undefined);
     return next;
@@ -349,9 +321,9 @@ export class AgentSession {
     // What was queued before the close runs to its end, its turns recorded by the runner
     // (nothing is queued after it: take and drainFor start nothing once it has begun).
     await this.#queue;
-    this.#runner?.unsubscribe();
+    this.#runner?.stop();
     await this.#spool.close();
-    if (this.#failure === undefined) {
+    if (this.#runner?.failure === undefined) {
       await this.#log.append([{ type: "session.closed", at: Date.now(), session: this.session, reason: "idle" }]).catch(() => undefined);
     }
   }
