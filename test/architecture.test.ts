@@ -151,6 +151,17 @@ describe("architecture", () => {
     expect(pageConfig.compilerOptions.types).toEqual([]);
   }, 60_000);
 
+  it("a live runner is started in three places only, and 'drain, then wait until its turns are recorded' is written once, in LiveRunner (issue 59, point 1)", () => {
+    const starters = sources(root).filter((file) => /\bliveTurns\(/.test(readFileSync(file, "utf8")) && !file.endsWith(join("projections", "live.ts")));
+    expect(starters.map((f) => relative(root, f)).sort()).toEqual(["projections/record-dispatches.ts", "projections/runner.ts", "service/pipeline.ts"]);
+    // A caller that waits on the runner's idle points does so through LiveRunner: no other module hooks `idle` to drain.
+    const waiting = sources(root).filter((file) => {
+      const text = readFileSync(file, "utf8");
+      return !file.endsWith(join("projections", "runner.ts")) && /\bidle:\s*\(/.test(text) && /type:\s*"drain"/.test(text);
+    });
+    expect(waiting.map((f) => relative(root, f))).toEqual([]);
+  });
+
   it("one writer for the ledger: only the ledger's commands and the live runner (applying the fold's moves) write claims and deliveries (issue 37, point 5)", () => {
     const writers = sources(root).flatMap((file) => {
       const name = relative(root, file);
