@@ -5,6 +5,7 @@
  * a session that never agreed). Each runs on SQLite and on PostgreSQL, with a real service
  * and live runner on loopback HTTP.
  */
+import { createServer, connect, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { TurnfoldEvent } from "../src/events/schema.js";
@@ -256,6 +257,48 @@ describe("PostgreSQL URLs", () => {
     }
     const twice = await openLog(`${base}?schema=x&schema=y`).catch((e: unknown) => e as Error);
     expect(String(twice)).toContain("schema is given 2 times");
+  });
+
+  it.skipIf(database === undefined)("a commit made while the tail's listening connection was still opening wakes the tail once it listens, not at the next poll", async () => {
+    // Found when a busy machine made "its appends wake a tail" below time out: the tail read
+    // the log, another writer committed and notified, and only then did LISTEN take effect.
+    // Here a loopback proxy holds every connection opened after the log is open (the
+    // listener's) for 1.5 s, and the commit comes in that window.
+    const target = new URL(database!.freshLog());
+    let hold = false;
+    const proxy = createServer((client) => {
+      const delay = hold ? 1500 : 0;
+      setTimeout(() => {
+        const server = connect(Number(target.port || 5432), target.hostname, () => {
+          client.pipe(server).pipe(client);
+        });
+        server.on("error", () => client.destroy());
+        client.on("error", () => server.destroy());
+      }, delay);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const proxied = new URL(target);
+    proxied.port = String((proxy.address() as AddressInfo).port);
+    const log = await openLog(proxied.toString(), { pollMs: 60_000 });
+    const other = await openLog(target.toString());
+    try {
+      hold = true;
+      const woke = new Promise<number>((resolve) => {
+        const subscription = log.tail({ from: 1 }).subscribe((event) => {
+          subscription.unsubscribe();
+          resolve(event.seq);
+        });
+      });
+      // The tail's first read (through the pool's open connection) is done well before the listener connects.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await other.append([{ type: "session.opened", at: 1, session: "s", surface: "tui" }]);
+      const late = new Promise<string>((resolve) => setTimeout(() => resolve("not woken within 6 s"), 6_000));
+      expect(await Promise.race([woke, late])).toBe(1);
+    } finally {
+      await other.close();
+      await log.close();
+      proxy.close();
+    }
   });
 
   it.skipIf(database === undefined)("takes a schema of 54 characters, and its appends wake a tail", async () => {

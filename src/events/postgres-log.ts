@@ -513,6 +513,9 @@ export class PostgresLog implements EventStore {
         await client.connect();
         client.on("notification", () => this.#closed || this.#appended.next());
         await client.query(`LISTEN "${this.#layout.channel}"`);
+        // A commit between a reader's last look and this LISTEN notified nobody: every tail
+        // and runner looks once more now, instead of at the next poll.
+        if (!this.#closed) this.#appended.next();
         return client;
       } catch {
         // Polling still wakes tails meanwhile.
