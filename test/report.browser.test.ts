@@ -10,6 +10,8 @@ import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli } from "./support/cli.js";
+import { openLog } from "../src/open.js";
+import { readAll } from "../src/events/log.js";
 import { tempDir } from "./support/tmp.js";
 import { mergeReportParts } from "../src/report/parts.js";
 import { atLength } from "./support/soak.js";
@@ -201,11 +203,17 @@ describe.skipIf(!available)(`R33–R35 in the report, in Chromium (${available ?
 });
 
 describe.skipIf(!available)(`the report of what Claude Code recorded, in Chromium (${available ? executablePath : "skipped: no /usr/bin/chromium"})`, () => {
-  it("draws the host's wakes beside turnfold's turns, and a redundant wake says what had consumed its task", async () => {
+  it("draws the host's wakes beside turnfold's turns, a redundant wake says what had consumed its task, and the host's own work at a stop lists its tasks", async () => {
     const fixtures = join(import.meta.dirname, "fixtures", "claude-code");
     const db = join(dir, "claude.sqlite");
     const imported = cli(["import", "--from", "claude-code", join(fixtures, "wait"), join(fixtures, "ready"), "--db", db]);
     expect(imported.code, imported.stderr).toBe(0);
+    // What a Stop hook records when the host still runs work of its own (issue 57, point 4).
+    const log = await openLog(db);
+    const session = (await readAll(log)).find((e) => e.type === "host.notified")!.session as string;
+    const last = (await readAll(log)).at(-1)!.at;
+    await log.append([{ type: "host.running", at: last + 1, session, host: "claude-code", tasks: [{ id: "bq1", kind: "shell", status: "running", description: "dev server", command: "API_TOKEN=hunter2-not-shown npm run dev" }] }]);
+    await log.close();
     const out = join(dir, "claude.html");
     expect(cli(["report", db, "-o", out]).code).toBe(0);
     const browser = await chromium.launch({ executablePath, args: ["--no-sandbox"] });
@@ -224,6 +232,13 @@ describe.skipIf(!available)(`the report of what Claude Code recorded, in Chromiu
       await page.locator(".wake.redundant").click();
       await expect(page.locator("#detail-wake").textContent()).resolves.toMatch(new RegExp(`^Already consumed before this wake: ${redundant[1]} \\(consumed by wait at seq \\d+\\)\\.$`));
       await expect(page.locator("#legend").textContent()).resolves.toContain("the agent host woke the agent on its own");
+      await expect(page.locator(".running").evaluateAll((els: DomNode[]) => els.map((e) => e.getAttribute("data-tasks")))).resolves.toEqual(["bq1"]);
+      await page.locator(".running").click();
+      const listed = (await page.locator("#detail-running").textContent())!;
+      expect(listed).toContain("bq1 · shell · running · dev server");
+      expect(listed).toContain("npm run dev");
+      expect(listed).not.toContain("hunter2-not-shown");
+      await expect(page.locator("#legend").textContent()).resolves.toContain("work the agent host ran on its own at a stop");
       expect(errors).toEqual([]);
       await page.screenshot({ path: join(dir, "claude.png") });
     } finally {

@@ -10,7 +10,7 @@
  * together again (`mergeReportParts` in parts.ts, the same function in Node and in the page).
  */
 import type { EventType, Stored } from "../events/schema.js";
-import { mergeReportParts, type ReportData, type ReportEventColumns, type ReportHandoff, type ReportHostWake, type ReportLane, type ReportPart, type ReportSuppressed, type ReportTurn, type SuppressedWhy } from "./parts.js";
+import { mergeReportParts, type ReportData, type ReportEventColumns, type ReportHandoff, type ReportHostRunning, type ReportHostWake, type ReportLane, type ReportPart, type ReportSuppressed, type ReportTurn, type SuppressedWhy } from "./parts.js";
 import type { Fate, Note } from "../reducers/decisions.js";
 import { itemKindOf, turnKindOf } from "../reducers/model.js";
 import type { FoldQuery } from "../reducers/query.js";
@@ -20,7 +20,7 @@ import { WaitTracker, type PassedBy, type Watch } from "../projections/stories.j
 import { fateLine, passedByLine, waitingLine } from "../render/explain.js";
 import { ConsumedBefore } from "../hosts/audit.js";
 
-export { mergeReportParts, type ReportData, type ReportEventColumns, type ReportHandoff, type ReportHostWake, type ReportLane, type ReportPart, type ReportSuppressed, type ReportTurn, type SuppressedWhy };
+export { mergeReportParts, type ReportData, type ReportEventColumns, type ReportHandoff, type ReportHostRunning, type ReportHostWake, type ReportLane, type ReportPart, type ReportSuppressed, type ReportTurn, type SuppressedWhy };
 
 /** What a finished report holds, counted. */
 export interface ReportSummary {
@@ -115,6 +115,7 @@ export class ReportBuilder {
   #suppressed: ReportSuppressed[] = [];
   #handoffs: ReportHandoff[] = [];
   #hostWakes: ReportHostWake[] = [];
+  #hostRunning: ReportHostRunning[] = [];
   /** For a host's wakes (an imported recording): what had consumed each task before (the audit's rule). */
   readonly #consumedBefore = new ConsumedBefore();
   /** Set while a handoff event is folded: whether the fold refused it. */
@@ -163,6 +164,7 @@ export class ReportBuilder {
       this.#lanes[this.#laneFor(event.successor)]!.continues ??= event.session;
     }
     this.#hostWake(event, lane);
+    if (event.type === "host.running") this.#hostRunning.push({ seq: event.seq, at: this.#now, lane, host: event.host, tasks: event.tasks });
     if (event.type === "process.handed-off") {
       const fromLane = this.#laneFor(this.#keyOf(event.from));
       const toLane = this.#laneFor(this.#keyOf(event.to));
@@ -215,13 +217,14 @@ export class ReportBuilder {
   }
 
   #flush(): void {
-    if (this.#events.seq.length === 0 && this.#turns.length === 0 && this.#suppressed.length === 0 && this.#handoffs.length === 0 && this.#hostWakes.length === 0) return;
-    this.#emit({ type: "rows", events: this.#events, turns: this.#turns, suppressed: this.#suppressed, handoffs: this.#handoffs, hostWakes: this.#hostWakes });
+    if (this.#events.seq.length === 0 && this.#turns.length === 0 && this.#suppressed.length === 0 && this.#handoffs.length === 0 && this.#hostWakes.length === 0 && this.#hostRunning.length === 0) return;
+    this.#emit({ type: "rows", events: this.#events, turns: this.#turns, suppressed: this.#suppressed, handoffs: this.#handoffs, hostWakes: this.#hostWakes, hostRunning: this.#hostRunning });
     this.#events = { seq: [], at: [], lane: [], type: [] };
     this.#turns = [];
     this.#suppressed = [];
     this.#handoffs = [];
     this.#hostWakes = [];
+    this.#hostRunning = [];
   }
 
   #trace(note: Note): void {

@@ -174,6 +174,8 @@ main { flex: 1; display: flex; min-height: 0; }
 .wake { position: absolute; top: 1px; margin-left: 9px; font-size: 12px; line-height: 12px; color: #d68910; cursor: pointer; }
 .wake.redundant { color: #c0392b; }
 .wake:hover, .wake.selected { outline: 2px solid #1d2330; z-index: 2; }
+.running { position: absolute; top: 1px; margin-left: 9px; font-size: 12px; line-height: 12px; color: #5d6d7e; cursor: pointer; }
+.running:hover, .running.selected { outline: 2px solid #1d2330; z-index: 2; }
 #side { width: 420px; flex: none; border-left: 1px solid #d8dce3; display: flex; flex-direction: column; min-height: 0; background: #fff; }
 #details { padding: 12px 14px; border-bottom: 1px solid #d8dce3; max-height: 55%; overflow: auto; font-size: 13px; }
 #details pre { white-space: pre-wrap; word-break: break-word; background: #f3f4f7; padding: 8px; border-radius: 4px; font-size: 12px; }

@@ -86,6 +86,18 @@ export interface ReportHostWake {
   readonly redundant: readonly { readonly task: string; readonly act: string; readonly seq: number }[];
 }
 
+/**
+ * What an agent host had running on its own when its agent stopped (`host.running`): the
+ * tasks as the host listed them, for the report to show beside the host's wakes.
+ */
+export interface ReportHostRunning {
+  readonly seq: number;
+  readonly at: number;
+  readonly lane: number;
+  readonly host: string;
+  readonly tasks: readonly { readonly id: string; readonly kind: string; readonly status?: string | undefined; readonly description?: string | undefined; readonly command?: string | undefined }[];
+}
+
 /** Drawn events, one column per field. */
 export interface ReportEventColumns {
   readonly seq: number[];
@@ -113,6 +125,8 @@ export interface ReportData {
   readonly handoffs: readonly ReportHandoff[];
   /** What an agent host told its agent on its own, in log order (an imported recording). */
   readonly hostWakes: readonly ReportHostWake[];
+  /** What an agent host had running on its own at its agent's stops, in log order. */
+  readonly hostRunning: readonly ReportHostRunning[];
 }
 
 /**
@@ -128,6 +142,7 @@ export type ReportPart =
       readonly suppressed: readonly ReportSuppressed[];
       readonly handoffs?: readonly ReportHandoff[];
       readonly hostWakes?: readonly ReportHostWake[];
+      readonly hostRunning?: readonly ReportHostRunning[];
     }
   | {
       readonly type: "end";
@@ -152,6 +167,7 @@ export function mergeReportParts(parts: readonly ReportPart[]): ReportData {
   const suppressed: ReportSuppressed[] = [];
   const handoffs: ReportHandoff[] = [];
   const hostWakes: ReportHostWake[] = [];
+  const hostRunning: ReportHostRunning[] = [];
   let end: Extract<ReportPart, { type: "end" }> | undefined;
   for (const part of parts) {
     if (part.type === "end") {
@@ -168,6 +184,7 @@ export function mergeReportParts(parts: readonly ReportPart[]): ReportData {
     for (const item of part.suppressed) suppressed.push(item);
     for (const handoff of part.handoffs ?? []) handoffs.push(handoff);
     for (const wake of part.hostWakes ?? []) hostWakes.push(wake);
+    for (const running of part.hostRunning ?? []) hostRunning.push(running);
   }
   if (end === undefined) throw new Error("the report has no end part: it was cut short");
   const last = end;
@@ -189,5 +206,6 @@ export function mergeReportParts(parts: readonly ReportPart[]): ReportData {
     suppressed: suppressed.map((s) => ({ ...s, lane: lane(s.lane) })),
     handoffs: handoffs.map((h) => ({ ...h, fromLane: lane(h.fromLane), toLane: lane(h.toLane) })),
     hostWakes: hostWakes.map((w) => ({ ...w, lane: lane(w.lane) })),
+    hostRunning: hostRunning.map((r) => ({ ...r, lane: lane(r.lane) })),
   };
 }

@@ -32,8 +32,9 @@ function drawReport(parts: readonly ReportPart[]): void {
     readonly turns: number[];
     readonly items: number[];
     readonly wakes: number[];
+    readonly running: number[];
   }
-  type Selection = { readonly type: "turn" | "item" | "wake"; readonly index: number };
+  type Selection = { readonly type: "turn" | "item" | "wake" | "running"; readonly index: number };
   type TickClass = "session" | "process" | "drain" | "delegation" | "record" | "other";
 
   const data = mergeReportParts(parts);
@@ -54,12 +55,13 @@ function drawReport(parts: readonly ReportPart[]): void {
   const typeClass = data.eventTypes.map(tickClass);
 
   // Per lane: the indexes of its events, turns and items, each in time order.
-  const lanes: Lane[] = data.lanes.map((lane, i) => ({ lane, index: i, events: [], turns: [], items: [], wakes: [] }));
+  const lanes: Lane[] = data.lanes.map((lane, i) => ({ lane, index: i, events: [], turns: [], items: [], wakes: [], running: [] }));
   const ev = data.events;
   for (let i = 0; i < ev.seq.length; i++) lanes[ev.lane[i]!]!.events.push(i);
   data.turns.forEach((t, i) => lanes[t.lane]!.turns.push(i));
   data.suppressed.forEach((s, i) => lanes[s.lane]!.items.push(i));
   data.hostWakes.forEach((w, i) => lanes[w.lane]!.wakes.push(i));
+  data.hostRunning.forEach((r, i) => lanes[r.lane]!.running.push(i));
 
   let minAt = Infinity;
   let maxAt = -Infinity;
@@ -149,6 +151,7 @@ function drawReport(parts: readonly ReportPart[]): void {
     ["↳", "lane continues a compressed session"],
     ["▲", "a process handed to another session (dashed: refused)"],
     ...(data.hostWakes.length > 0 ? ([["◆", "the agent host woke the agent on its own (red: about work it had consumed already)"]] as [string, string][]) : []),
+    ...(data.hostRunning.length > 0 ? ([["◇", "work the agent host ran on its own at a stop (click for its tasks)"]] as [string, string][]) : []),
   ];
   keys.forEach((p) => {
     const s = el("span");
@@ -188,6 +191,7 @@ function drawReport(parts: readonly ReportPart[]): void {
   const turnAt = (i: number) => data.turns[i]!.at;
   const itemAt = (i: number) => data.suppressed[i]!.at;
   const wakeAt = (i: number) => data.hostWakes[i]!.at;
+  const runningAt = (i: number) => data.hostRunning[i]!.at;
   const consumedWords = (r: { task: string; act: string; seq: number }) => r.task + (r.act === "notified" ? " (told already at seq " : " (consumed by " + r.act + " at seq ") + r.seq + ")";
 
   const scroller = byId("scroller");
@@ -353,6 +357,26 @@ function drawReport(parts: readonly ReportPart[]): void {
     }
   }
 
+  /** The host's own work running at a stop (`host.running`) in the window: a ◇ each. */
+  function drawRunning(track: HTMLElement, l: Lane, width: number): void {
+    const from = lowerBound(l.running, view.t0, runningAt);
+    const to = lowerBound(l.running, view.t1 + 1e-9, runningAt);
+    let right = -Infinity;
+    for (let m = from; m < to && m - from < 2000; m++) {
+      const index = l.running[m]!;
+      const running = data.hostRunning[index]!;
+      const mark = el("div", "running", "◇");
+      const left = Math.max(x(running.at, width), right + 12);
+      right = left;
+      mark.style.left = left + "px";
+      mark.dataset["index"] = String(index);
+      mark.dataset["tasks"] = running.tasks.map((task) => task.id).join(",");
+      mark.title = running.host + " had " + counted(running.tasks.length, "task") + " of its own running: " + running.tasks.map((task) => task.description ?? task.id).join(", ");
+      if (selected && selected.type === "running" && selected.index === index) mark.classList.add("selected");
+      track.appendChild(mark);
+    }
+  }
+
   function renderRow(l: Lane, slot: number): HTMLElement {
     const row = el("div", "lane");
     row.style.top = slot * ROW + "px";
@@ -378,6 +402,7 @@ function drawReport(parts: readonly ReportPart[]): void {
     drawTurns(track, l, width);
     if (filter.suppressed) drawItems(track, l, width);
     drawWakes(track, l, width);
+    drawRunning(track, l, width);
     return row;
   }
 
@@ -571,6 +596,23 @@ function drawReport(parts: readonly ReportPart[]): void {
       const what = el("p", "", w.redundant.length > 0 ? "Already consumed before this wake: " + w.redundant.map(consumedWords).join(", ") + "." : "None of these tasks had been consumed yet.");
       what.id = "detail-wake";
       box.appendChild(what);
+    } else if (selected.type === "running") {
+      const r = data.hostRunning[selected.index]!;
+      box.appendChild(el("h3", "", r.host + " ran work of its own"));
+      row("seq", String(r.seq));
+      row("time", timeText(r.at));
+      row("session", data.lanes[r.lane]!.key);
+      box.appendChild(dl);
+      const list = el("ul");
+      list.id = "detail-running";
+      for (const task of r.tasks) {
+        const words = [task.id, task.kind, task.status, task.description].filter((w): w is string => w !== undefined && w !== "").join(" · ");
+        const li = el("li", "", words);
+        if (task.command !== undefined) li.appendChild(el("code", "", " " + task.command));
+        list.appendChild(li);
+      }
+      box.appendChild(list);
+      box.appendChild(el("p", "", "Still running when the agent stopped; turnfold did not run these, so the host tells the agent of them itself."));
     } else {
       const s = data.suppressed[selected.index]!;
       box.appendChild(el("h3", "", (s.member || "item") + ": no turn (" + s.why + ")"));
@@ -590,7 +632,7 @@ function drawReport(parts: readonly ReportPart[]): void {
     selected = what;
     showDetails();
     if (reveal) {
-      const row = what.type === "turn" ? data.turns[what.index]! : what.type === "wake" ? data.hostWakes[what.index]! : data.suppressed[what.index]!;
+      const row = what.type === "turn" ? data.turns[what.index]! : what.type === "wake" ? data.hostWakes[what.index]! : what.type === "running" ? data.hostRunning[what.index]! : data.suppressed[what.index]!;
       const at = row.at;
       const lane = row.lane;
       const span = view.t1 - view.t0;
@@ -605,9 +647,10 @@ function drawReport(parts: readonly ReportPart[]): void {
   }
 
   rows.addEventListener("click", (e) => {
-    const target = (e.target as Element).closest<HTMLElement>(".turn, .mark, .wake");
+    const target = (e.target as Element).closest<HTMLElement>(".turn, .mark, .wake, .running");
     if (!target) return;
-    select({ type: target.classList.contains("turn") ? "turn" : target.classList.contains("wake") ? "wake" : "item", index: Number(target.dataset["index"]) }, false);
+    const type = target.classList.contains("turn") ? "turn" : target.classList.contains("wake") ? "wake" : target.classList.contains("running") ? "running" : "item";
+    select({ type, index: Number(target.dataset["index"]) }, false);
   });
 
   function zoom(factor: number, centre?: number): void {
@@ -646,7 +689,7 @@ function drawReport(parts: readonly ReportPart[]): void {
   );
   let drag: { x: number; t0: number; t1: number } | null = null;
   scroller.addEventListener("mousedown", (e) => {
-    if (!(e.target as Element).closest(".turn, .mark, .wake")) drag = { x: e.clientX, t0: view.t0, t1: view.t1 };
+    if (!(e.target as Element).closest(".turn, .mark, .wake, .running")) drag = { x: e.clientX, t0: view.t0, t1: view.t1 };
   });
   window.addEventListener("mousemove", (e) => {
     if (!drag) return;
