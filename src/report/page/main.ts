@@ -314,67 +314,62 @@ function drawReport(parts: readonly ReportPart[]): void {
     });
   }
 
-  /** Items without a turn in the window: a ✕ each, spaced so none hides another. */
-  function drawItems(track: HTMLElement, l: Lane, width: number): void {
-    const sFrom = lowerBound(l.items, view.t0, itemAt);
-    const sTo = lowerBound(l.items, view.t1 + 1e-9, itemAt);
-    let markRight = -Infinity;
-    for (let m = sFrom; m < sTo && m - sFrom < 2000; m++) {
-      const index = l.items[m]!;
-      const item = data.suppressed[index]!;
-      if (!filter.kinds[item.kind]) continue;
-      const mark = el("div", "mark", "✕");
-      const markLeft = Math.max(x(item.at, width), markRight + 16);
-      markRight = markLeft;
-      mark.style.left = markLeft + "px";
+  /**
+   * One mark per row of `indexes` (in time order) inside the window, at most 2,000, each at
+   * least `gap` px right of the one before so none hides another. `make` builds a row's mark
+   * (undefined: the row is not drawn); its place, index and selection are set here.
+   */
+  function placeMarks(track: HTMLElement, indexes: readonly number[], atOf: (i: number) => number, width: number, gap: number, type: Selection["type"], make: (index: number) => HTMLElement | undefined): void {
+    const from = lowerBound(indexes, view.t0, atOf);
+    const to = lowerBound(indexes, view.t1 + 1e-9, atOf);
+    let right = -Infinity;
+    for (let m = from; m < to && m - from < 2000; m++) {
+      const index = indexes[m]!;
+      const mark = make(index);
+      if (mark === undefined) continue;
+      const left = Math.max(x(atOf(index), width), right + gap);
+      right = left;
+      mark.style.left = left + "px";
       mark.dataset["index"] = String(index);
+      if (selected && selected.type === type && selected.index === index) mark.classList.add("selected");
+      track.appendChild(mark);
+    }
+  }
+
+  /** Items without a turn in the window: a ✕ each. */
+  function drawItems(track: HTMLElement, l: Lane, width: number): void {
+    placeMarks(track, l.items, itemAt, width, 16, "item", (index) => {
+      const item = data.suppressed[index]!;
+      if (!filter.kinds[item.kind]) return undefined;
+      const mark = el("div", "mark", "✕");
       mark.dataset["member"] = item.member || "";
       mark.dataset["why"] = item.why;
       mark.title = (item.member || "item") + ": " + item.why;
-      if (selected && selected.type === "item" && selected.index === index) mark.classList.add("selected");
-      track.appendChild(mark);
-    }
+      return mark;
+    });
   }
 
   /** The host's own wakes in the window (an imported recording): a ◆ each, red when it told the agent of work it had consumed. */
   function drawWakes(track: HTMLElement, l: Lane, width: number): void {
-    const from = lowerBound(l.wakes, view.t0, wakeAt);
-    const to = lowerBound(l.wakes, view.t1 + 1e-9, wakeAt);
-    let right = -Infinity;
-    for (let m = from; m < to && m - from < 2000; m++) {
-      const index = l.wakes[m]!;
+    placeMarks(track, l.wakes, wakeAt, width, 12, "wake", (index) => {
       const wake = data.hostWakes[index]!;
       const mark = el("div", "wake" + (wake.redundant.length > 0 ? " redundant" : ""), "◆");
-      const left = Math.max(x(wake.at, width), right + 12);
-      right = left;
-      mark.style.left = left + "px";
-      mark.dataset["index"] = String(index);
       mark.dataset["tasks"] = wake.tasks.join(",");
       mark.dataset["redundant"] = wake.redundant.map((r) => r.task).join(",");
       mark.title = wake.host + " woke the agent about " + wake.tasks.join(", ") + (wake.redundant.length > 0 ? "; already consumed: " + wake.redundant.map(consumedWords).join(", ") : "");
-      if (selected && selected.type === "wake" && selected.index === index) mark.classList.add("selected");
-      track.appendChild(mark);
-    }
+      return mark;
+    });
   }
 
   /** The host's own work running at a stop (`host.running`) in the window: a ◇ each. */
   function drawRunning(track: HTMLElement, l: Lane, width: number): void {
-    const from = lowerBound(l.running, view.t0, runningAt);
-    const to = lowerBound(l.running, view.t1 + 1e-9, runningAt);
-    let right = -Infinity;
-    for (let m = from; m < to && m - from < 2000; m++) {
-      const index = l.running[m]!;
+    placeMarks(track, l.running, runningAt, width, 12, "running", (index) => {
       const running = data.hostRunning[index]!;
       const mark = el("div", "running", "◇");
-      const left = Math.max(x(running.at, width), right + 12);
-      right = left;
-      mark.style.left = left + "px";
-      mark.dataset["index"] = String(index);
       mark.dataset["tasks"] = running.tasks.map((task) => task.id).join(",");
       mark.title = running.host + " had " + counted(running.tasks.length, "task") + " of its own running: " + running.tasks.map((task) => task.description ?? task.id).join(", ");
-      if (selected && selected.type === "running" && selected.index === index) mark.classList.add("selected");
-      track.appendChild(mark);
-    }
+      return mark;
+    });
   }
 
   function renderRow(l: Lane, slot: number): HTMLElement {
