@@ -171,11 +171,10 @@ main { flex: 1; display: flex; min-height: 0; }
 .turn:hover, .turn.selected { outline: 2px solid #1d2330; z-index: 2; }
 .mark { position: absolute; top: 2px; width: 14px; height: 14px; margin-left: -7px; border-radius: 7px; background: #fff; border: 2px solid #c0392b; color: #c0392b; font-size: 10px; line-height: 10px; text-align: center; cursor: pointer; font-weight: 700; }
 .mark:hover, .mark.selected { background: #c0392b; color: #fff; z-index: 2; }
-.wake { position: absolute; top: 1px; margin-left: 9px; font-size: 12px; line-height: 12px; color: #d68910; cursor: pointer; }
+.wake, .running { position: absolute; top: 1px; margin-left: 9px; font-size: 12px; line-height: 12px; color: #d68910; cursor: pointer; }
 .wake.redundant { color: #c0392b; }
-.wake:hover, .wake.selected { outline: 2px solid #1d2330; z-index: 2; }
-.running { position: absolute; top: 1px; margin-left: 9px; font-size: 12px; line-height: 12px; color: #5d6d7e; cursor: pointer; }
-.running:hover, .running.selected { outline: 2px solid #1d2330; z-index: 2; }
+.running { color: #5d6d7e; }
+.wake:hover, .wake.selected, .running:hover, .running.selected { outline: 2px solid #1d2330; z-index: 2; }
 #side { width: 420px; flex: none; border-left: 1px solid #d8dce3; display: flex; flex-direction: column; min-height: 0; background: #fff; }
 #details { padding: 12px 14px; border-bottom: 1px solid #d8dce3; max-height: 55%; overflow: auto; font-size: 13px; }
 #details pre { white-space: pre-wrap; word-break: break-word; background: #f3f4f7; padding: 8px; border-radius: 4px; font-size: 12px; }

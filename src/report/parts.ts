@@ -4,7 +4,7 @@
  * the page's program (bundled from `page/main.ts`) both use this module, so it imports
  * nothing but types and uses nothing a browser lacks.
  */
-import type { EventType } from "../events/schema.js";
+import type { EventOf, EventType } from "../events/schema.js";
 import type { TurnFields } from "../projections/project.js";
 
 /** One session's lane. */
@@ -95,7 +95,7 @@ export interface ReportHostRunning {
   readonly at: number;
   readonly lane: number;
   readonly host: string;
-  readonly tasks: readonly { readonly id: string; readonly kind: string; readonly status?: string | undefined; readonly description?: string | undefined; readonly command?: string | undefined }[];
+  readonly tasks: EventOf<"host.running">["tasks"];
 }
 
 /** Drawn events, one column per field. */
