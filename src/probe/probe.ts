@@ -60,8 +60,8 @@ interface Context {
 
 // A child waits for its gate file, looking every 50 ms: at every 5 ms, the twelve children
 // of a run spent more CPU starting `sleep` than the probe spent on everything else.
-const gateCommand = (gate: string, id: string, code: number) =>
-  `while [ ! -f '${gate}' ]; do sleep 0.05; done; echo 'payload of ${id}'; exit ${code}`;
+const untilGate = (gate: string) => `while [ ! -f '${gate}' ]; do sleep 0.05; done`;
+const gateCommand = (gate: string, id: string, code: number) => `${untilGate(gate)}; echo 'payload of ${id}'; exit ${code}`;
 
 function startChildren(ctx: Context, ids: readonly string[], gate: (id: string) => string, ownerKey = session): void {
   ids.forEach((id, i) => {
@@ -140,7 +140,7 @@ async function driveMixed(ctx: Context): Promise<string[]> {
   const watchGate = join(ctx.dir, "watch-go");
   const watcher = ctx.supervisor.start({
     id: "watcher",
-    command: `while [ ! -f '${watchGate}' ]; do sleep 0.05; done; echo 'PROBE-WATCH: disk almost full'; sleep 60`,
+    command: `${untilGate(watchGate)}; echo 'PROBE-WATCH: disk almost full'; sleep 60`,
     owner: session,
     notify: false,
     watch: ["PROBE-WATCH"],
@@ -151,7 +151,7 @@ async function driveMixed(ctx: Context): Promise<string[]> {
   const subagentGate = join(ctx.dir, "subagent-go");
   const subagent = ctx.supervisor.start({
     id: "subagent-1",
-    command: `while [ ! -f '${subagentGate}' ]; do sleep 0.05; done; echo 'the shard fails on a missing fixture'`,
+    command: `${untilGate(subagentGate)}; echo 'the shard fails on a missing fixture'`,
     owner: session,
     notify: false,
   });
