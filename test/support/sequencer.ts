@@ -1,7 +1,7 @@
 /**
- * The order test files start in. Two workers take files from one queue, so the run ends
+ * The order test files start in. The workers take files from one queue, so the run ends
  * when the last long file ends: starting the longest first keeps one worker from being
- * left with a 50-second file while the other is idle. vitest orders by the times it cached
+ * left with a 50-second file while the others are idle. vitest orders by the times it cached
  * in node_modules, which a clean clone (CI) does not have, so the times are kept in the
  * repository, in test/support/file-times.json, written by `npm run test:times -- --write`
  * from the last run's report. A file with no time yet (a new one) goes first, as vitest
