@@ -58,4 +58,15 @@ describe("what each command loads", () => {
       expect(run.loaded.filter((url) => url.includes(heavy)), heavy).toEqual([]);
     }
   });
+
+  it("a PreToolUse of a Bash call in the foreground (most of them) loads no zod, no database and no log", () => {
+    const hook = { session_id: "s", hook_event_name: "PreToolUse", tool_name: "Bash", tool_use_id: "t1", tool_input: { command: "ls" }, cwd: dir };
+    const run = loads(["hook", "claude-code", "--db", join(dir, "pre.sqlite")], JSON.stringify(hook));
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe("");
+    expect(run.loaded.some((url) => url.endsWith("/dist/src/hosts/capture-hook.js"))).toBe(true);
+    for (const heavy of ["/node_modules/zod/", "/node_modules/better-sqlite3/", "/node_modules/kysely/", "/dist/src/hosts/capture-settings.js", "/dist/src/open.js"]) {
+      expect(run.loaded.filter((url) => url.includes(heavy)), heavy).toEqual([]);
+    }
+  });
 });

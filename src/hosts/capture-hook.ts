@@ -6,7 +6,7 @@
  * nothing and the host goes on as it would without turnfold.
  */
 import type { AgentHost } from "./host.js";
-import { backgroundCall, captureSettings, denyAnswer, exempted, rewriteAnswer } from "./capture.js";
+import { backgroundCall, denyAnswer, exempted, rewriteAnswer } from "./capture.js";
 import { requestServer } from "./hook-socket.js";
 
 export async function captureHook(socket: string, hook: unknown, host: AgentHost, print: (line: string) => Promise<void>): Promise<number> {
@@ -18,6 +18,7 @@ export async function captureHook(socket: string, hook: unknown, host: AgentHost
     await requestServer(socket, { ran: { toolUseId: call.toolUseId } }, 5_000);
     return 0;
   }
+  const { captureSettings } = await import("./capture-settings.js");
   let settings: ReturnType<typeof captureSettings>;
   try {
     settings = captureSettings(typeof input["cwd"] === "string" ? input["cwd"] : process.cwd(), process.env);

@@ -13,27 +13,11 @@
  * that (the input it ran still says `run_in_background`), the log records the drop, and
  * from then on the hook denies such calls with a reason that names `start_process`.
  *
- * This module is the hook's side and loads nothing heavy: which calls are captured, the
- * project's settings, and the answers the hook prints.
+ * This module is the hook's side and loads nothing heavy: which calls are captured and the
+ * answers the hook prints. The project's settings are read (and checked with zod) in
+ * capture-settings.ts, only once a background call is in hand: most `PreToolUse` calls are
+ * not, and the hook answers them without loading zod (a quarter of its start).
  */
-import { readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { z } from "zod";
-
-/** The project file that turns capture off or exempts commands: `.turnfold.json`, in the folder the host runs in or any folder above it. */
-export const projectSettingsFile = ".turnfold.json";
-
-export const ProjectSettings = z.strictObject({
-  capture: z
-    .strictObject({
-      /** Whether `Bash` background calls become turnfold processes (default true). */
-      enabled: z.boolean().optional(),
-      /** Commands left to the host: a command that starts with one of these (after leading spaces) is not captured. */
-      exempt: z.array(z.string().min(1, "an exempt command must not be empty")).optional(),
-    })
-    .optional(),
-});
-export type ProjectSettings = z.infer<typeof ProjectSettings>;
 
 /** A background call the hook may capture: the command, the call's id, and the rest of its input (kept as the host gave it). */
 export interface BackgroundCall {
@@ -58,42 +42,6 @@ export function backgroundCall(hook: unknown): BackgroundCall | undefined {
   const command = tool["command"];
   if (typeof command !== "string" || command.trim() === "" || typeof id !== "string" || id === "") return undefined;
   return { command, toolUseId: id, input: tool };
-}
-
-/**
- * The project's capture settings: the nearest `.turnfold.json` at or above `cwd` (up to the
- * file system's root), and `TURNFOLD_CAPTURE=off` in the environment (which a project can
- * set in its host's settings, for Claude Code under `env`). A file that cannot be read as
- * settings is an error that names it and what is wrong.
- */
-export function captureSettings(cwd: string, env: NodeJS.ProcessEnv): { enabled: boolean; exempt: readonly string[] } {
-  let found: ProjectSettings = {};
-  for (let folder = cwd, hops = 0; hops < 64; hops++) {
-    const file = join(folder, projectSettingsFile);
-    let text: string | undefined;
-    try {
-      text = readFileSync(file, "utf8");
-    } catch {
-      text = undefined;
-    }
-    if (text !== undefined) {
-      let value: unknown;
-      try {
-        value = JSON.parse(text);
-      } catch (error) {
-        throw new Error(`${file}: not JSON (${(error as Error).message})`);
-      }
-      const parsed = ProjectSettings.safeParse(value);
-      if (!parsed.success) throw new Error(`${file}: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(file)"}: ${i.message}`).join("; ")}`);
-      found = parsed.data;
-      break;
-    }
-    const up = dirname(folder);
-    if (up === folder) break;
-    folder = up;
-  }
-  const off = /^(off|0|false|no)$/i.test(env["TURNFOLD_CAPTURE"]?.trim() ?? "");
-  return { enabled: !off && (found.capture?.enabled ?? true), exempt: found.capture?.exempt ?? [] };
 }
 
 /** Whether `command` is left to the host by the project's settings. */
