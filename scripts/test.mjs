@@ -2,8 +2,8 @@
 // build wrote, and the report's page) and vitest at once. The type checks need about 17 s
 // of one core and vitest leaves part of the machine idle while its tests wait on children
 // and databases, so the checks run beside it at a lower priority (nice 10) instead of
-// before it. Their output is shown
-// after vitest's, and the command fails when any of the three fails.
+// before it. Their output is shown after vitest's, and the command fails when any of the
+// three fails.
 // Usage: node scripts/test.mjs [vitest arguments]
 import { spawn } from "node:child_process";
 

@@ -210,8 +210,9 @@ describe.skipIf(!available)(`the report of what Claude Code recorded, in Chromiu
     expect(imported.code, imported.stderr).toBe(0);
     // What a Stop hook records when the host still runs work of its own (issue 57, point 4).
     const log = await openLog(db);
-    const session = (await readAll(log)).find((e) => e.type === "host.notified")!.session as string;
-    const last = (await readAll(log)).at(-1)!.at;
+    const events = await readAll(log);
+    const session = events.find((e) => e.type === "host.notified")!.session as string;
+    const last = events.at(-1)!.at;
     await log.append([{ type: "host.running", at: last + 1, session, host: "claude-code", tasks: [{ id: "bq1", kind: "shell", status: "running", description: "dev server", command: "API_TOKEN=hunter2-not-shown npm run dev" }] }]);
     await log.close();
     const out = join(dir, "claude.html");

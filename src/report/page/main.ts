@@ -641,8 +641,10 @@ function drawReport(parts: readonly ReportPart[]): void {
     render();
   }
 
+  /** What a click selects: a turn, an item's ✕, a host's wake or its running work. */
+  const selectable = ".turn, .mark, .wake, .running";
   rows.addEventListener("click", (e) => {
-    const target = (e.target as Element).closest<HTMLElement>(".turn, .mark, .wake, .running");
+    const target = (e.target as Element).closest<HTMLElement>(selectable);
     if (!target) return;
     const type = target.classList.contains("turn") ? "turn" : target.classList.contains("wake") ? "wake" : target.classList.contains("running") ? "running" : "item";
     select({ type, index: Number(target.dataset["index"]) }, false);
@@ -684,7 +686,7 @@ function drawReport(parts: readonly ReportPart[]): void {
   );
   let drag: { x: number; t0: number; t1: number } | null = null;
   scroller.addEventListener("mousedown", (e) => {
-    if (!(e.target as Element).closest(".turn, .mark, .wake, .running")) drag = { x: e.clientX, t0: view.t0, t1: view.t1 };
+    if (!(e.target as Element).closest(selectable)) drag = { x: e.clientX, t0: view.t0, t1: view.t1 };
   });
   window.addEventListener("mousemove", (e) => {
     if (!drag) return;
