@@ -106,12 +106,12 @@ interface Conversation {
 }
 
 /** A Claude Code conversation's `turnfold mcp` (its key from the environment, as the host gives it) and its hooks. */
-async function conversation(): Promise<Conversation> {
+async function conversation(extra: readonly string[] = []): Promise<Conversation> {
   const key = `cc-${++n}-${process.pid}`;
   const db = join(dir, `${key}.sqlite`);
   const stateHome = join(dir, `state-${key}`);
   const env = { CLAUDE_CODE_SESSION_ID: key, XDG_STATE_HOME: stateHome, TURNFOLD_DB: "", PATH: `${bin}:${process.env["PATH"]}` };
-  const server = await startMcp({ db, stateHome, env });
+  const server = await startMcp({ db, stateHome, env, extra });
   servers.push(server);
   // The socket is served once the host is connected, before any tool was called.
   const socket = hookSocketPath(join(stateHome, "turnfold"), db, key);
@@ -144,6 +144,21 @@ function runRewritten(c: Conversation, stdout: string): Promise<CliResult> {
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr.on("data", (d: Buffer) => (err += d.toString()));
   return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout: out, stderr: err })));
+}
+
+/** A shell test a job waits on, and the signal that ends the wait: a job ends when the test says, however loaded the machine. */
+function signal(name: string): { readonly wait: string; go(): void } {
+  const file = join(dir, `go-${name}-${++n}`);
+  return { wait: `while [ ! -f '${file}' ]; do sleep 0.01; done`, go: () => writeFileSync(file, "") };
+}
+
+/** Waits until the log holds `count` exits of the conversation's processes. */
+async function exits(c: Conversation, count: number): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if ((await c.events()).filter((e) => e.type === "process.exited").length >= count) return;
+    await sleep(25);
+  }
+  throw new Error(`fewer than ${count} process exits in ${c.db} after 10 s`);
 }
 
 const captured = (events: readonly Stored[]) => events.filter((e) => e.type === "host.captured").map((e) => (e as { outcome: string }).outcome);
@@ -212,18 +227,22 @@ describe("a background Bash call becomes a turnfold process of its conversation"
 describe("the idle wake", () => {
   const wakeOf = (c: Conversation) => c.hook({ session_id: c.key, hook_event_name: "Stop", stop_hook_active: false }, ["--wake"]);
 
-  it("two captured jobs that end 50 ms apart while the agent is idle: one wake (exit 2) carrying both, and the Stop hook hands nothing again", async () => {
-    const c = await conversation();
-    // Both wait for one signal, then end 50 ms apart, whenever each was started.
-    const go = join(dir, `go-${c.key}`);
-    const waitGo = `while [ ! -f '${go}' ]; do sleep 0.01; done`;
-    for (const command of [`${waitGo}; echo JOB-A; exit 3`, `${waitGo}; sleep 0.05; echo JOB-B`]) {
+  it("two captured jobs that end 300 ms apart while the agent is idle, inside the gather the server was given (--wake-gather 5s): one wake (exit 2) carrying both, and the Stop hook hands nothing again", async () => {
+    // The default gather (100 ms) would make two wakes of these; a wide one keeps the test
+    // free of the machine's load, which once stretched 50 ms between two exits past 100.
+    const c = await conversation(["--wake-gather", "5s"]);
+    const first = signal("a");
+    const second = signal("b");
+    for (const command of [`${first.wait}; echo JOB-A; exit 3`, `${second.wait}; echo JOB-B`]) {
       const pre = await c.hook(bashCall({ command, run_in_background: true }));
       expect((await runRewritten(c, pre.stdout)).code).toBe(0);
     }
     const wake = wakeOf(c);
     await sleep(500);
-    writeFileSync(go, "");
+    first.go();
+    await exits(c, 1);
+    await sleep(300);
+    second.go();
     const woke = await wake;
     expect(woke.code, woke.stderr).toBe(2);
     expect(woke.stderr).toMatch(/^2 background processes finished/);
@@ -244,6 +263,13 @@ describe("the idle wake", () => {
     const twice = await verify(c.db);
     expect(twice.code).not.toBe(0);
     expect(twice.stdout + twice.stderr).toMatch(/by wake Stop[\s\S]*by hook Stop|by hook Stop[\s\S]*by wake Stop/);
+  });
+
+  it("a --wake-gather that is not a duration stops the server before it starts, naming the option", async () => {
+    const refused = await cliAsync(["mcp", "--db", join(dir, "never.sqlite"), "--wake-gather", "soon"]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/--wake-gather.*"soon"/);
+    expect(existsSync(join(dir, "never.sqlite"))).toBe(false);
   });
 
   it("with nothing running and nothing ready, the wake ends at once with nothing (exit 0)", async () => {
@@ -268,7 +294,8 @@ describe("the idle wake", () => {
 
   it("the agent at work again (a prompt) ends the wake with nothing; the prompt's hook hands the result over instead", async () => {
     const c = await conversation();
-    const pre = await c.hook(bashCall({ command: "sleep 1; echo LATER", run_in_background: true }));
+    const job = signal("later");
+    const pre = await c.hook(bashCall({ command: `${job.wait}; echo LATER`, run_in_background: true }));
     await runRewritten(c, pre.stdout);
     const wake = wakeOf(c);
     await sleep(300);
@@ -276,14 +303,16 @@ describe("the idle wake", () => {
     expect(prompt.stdout).toBe("");
     const woke = await wake;
     expect(woke.code).toBe(0);
-    await sleep(1200);
+    job.go();
+    await exits(c, 1);
     const later = await c.hook({ session_id: c.key, hook_event_name: "Stop", stop_hook_active: false });
     expect(later.stdout).toContain("LATER");
   });
 
   it("a wake that reaches the server only after the prompt that followed its Stop ends with nothing (a loaded machine starts the hook late)", async () => {
     const c = await conversation();
-    const pre = await c.hook(bashCall({ command: "sleep 1; echo LATER", run_in_background: true }));
+    const job = signal("later");
+    const pre = await c.hook(bashCall({ command: `${job.wait}; echo LATER`, run_in_background: true }));
     await runRewritten(c, pre.stdout);
     // This process began before the prompt, as the wake's hook begins at the Stop before it.
     expect((await c.hook({ session_id: c.key, hook_event_name: "UserPromptSubmit", prompt: "and now?" })).stdout).toBe("");
@@ -291,7 +320,8 @@ describe("the idle wake", () => {
     const socket = hookSocketPath(join(c.stateHome, "turnfold"), c.db, c.key);
     expect(await wakeWhenReady(socket, async (text) => void written.push(text))).toBe(0);
     expect(written).toEqual([]);
-    await sleep(1200);
+    job.go();
+    await exits(c, 1);
     expect((await c.hook({ session_id: c.key, hook_event_name: "Stop", stop_hook_active: false })).stdout).toContain("LATER");
   });
 });

@@ -21,6 +21,7 @@ interface McpOptions {
   staleAfter?: number;
   giveUpAfter?: number;
   idleClose?: number;
+  wakeGather: number;
 }
 
 const help = `
@@ -66,6 +67,7 @@ export function mcpCommand(program: Command): void {
     .addOption(staleAfterOption())
     .option("--give-up-after <duration>", "exit 1 once the log has been unreachable this long (say 30s, 5m); by default wait and retry for ever", parseDuration)
     .addOption(idleCloseOption())
+    .option("--wake-gather <duration>", "after a job of the conversation ends while others still run, the idle wake waits this long for the next to end, so that exits close together wake the agent once (say 100ms, 2s)", parseDuration, 100)
     .addHelpText("after", help)
     .action((options: McpOptions) =>
       runCommand(async () => {
@@ -110,6 +112,7 @@ export function mcpCommand(program: Command): void {
             ...(options.staleAfter !== undefined ? { staleAfterMs: options.staleAfter } : {}),
             ...(options.giveUpAfter !== undefined ? { giveUpAfterMs: options.giveUpAfter } : {}),
             ...idleClose(options.idleClose),
+            wakeGatherMs: options.wakeGather,
           },
           new StdioServerTransport(),
         );

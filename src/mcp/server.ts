@@ -55,6 +55,8 @@ export interface McpServerOptions {
   readonly hookSocket?: (key: string) => string;
   /** Whether the hooks of `key` may hand anything over now (not while the key is contested: key-lock.ts). */
   readonly hooksMayHand?: (key: string) => boolean;
+  /** How long the idle wake waits after an exit for the next one while other jobs run, in ms (hook-server.ts; default 100). */
+  readonly wakeGatherMs?: number;
 }
 
 /** A running server: `close()` ends its session and its children. */
@@ -112,6 +114,7 @@ export async function startMcpServer(options: McpServerOptions, transport: Trans
       opened: () => agent,
       open: () => open(),
       mayHand: () => options.hooksMayHand?.(agent?.session ?? key) ?? true,
+      ...(options.wakeGatherMs !== undefined ? { gatherMs: options.wakeGatherMs } : {}),
     }).catch(() => undefined);
     if (hooks !== undefined) stops.push(() => hooks.close());
   };
