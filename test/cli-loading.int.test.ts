@@ -3,7 +3,7 @@
  * real command's process, lists every file it loads.
  */
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { cliEntry } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";
@@ -68,5 +68,17 @@ describe("what each command loads", () => {
     for (const heavy of ["/node_modules/zod/", "/node_modules/better-sqlite3/", "/node_modules/kysely/", "/dist/src/hosts/capture-settings.js", "/dist/src/open.js"]) {
       expect(run.loaded.filter((url) => url.includes(heavy)), heavy).toEqual([]);
     }
+  });
+
+  it("a command that validates loads zod's English messages and no other language's, and its errors read as before", () => {
+    const bad = join(dir, "bad.jsonl");
+    writeFileSync(bad, JSON.stringify({ type: "drain", at: "soon", session: "s" }) + "\n");
+    const run = loads(["import", bad, "--db", join(dir, "bad.sqlite")]);
+    expect(run.code).toBe(1);
+    expect(run.loaded.some((url) => url.includes("/node_modules/zod/v4/core/"))).toBe(true);
+    // The locales' index that scripts/build-cli.mjs puts in zod's place offers English only.
+    expect([...new Set(run.loaded.filter((url) => url.includes("/zod/v4/locales/") && !url.startsWith("/zod-english-only:")))]).toEqual([expect.stringMatching(/\/zod\/v4\/locales\/en\.js$/)]);
+    const said = spawnSync(process.execPath, [cliEntry, "import", bad, "--db", join(dir, "bad.sqlite")], { encoding: "utf8" }).stderr;
+    expect(said).toContain("at: Invalid input: expected number, received string");
   });
 });
