@@ -10,6 +10,7 @@ import { hookBench } from "./hook.js";
 import { transcriptsBench } from "./transcripts.js";
 import { memoryBench } from "./memory.js";
 import { redactionBench } from "./redaction.js";
+import { monthsBench } from "./months.js";
 
 const rows: Row[] = [];
 process.stderr.write("measuring the redaction rules (corpora and cost) …\n");
@@ -18,6 +19,8 @@ process.stderr.write("measuring append …\n");
 rows.push(...(await appendBench()));
 process.stderr.write("measuring the projection (1,000,000 events; about a minute) …\n");
 rows.push(...(await foldBench()));
+process.stderr.write("measuring what the fold keeps over months of work (10^6 events) …\n");
+rows.push(...(await monthsBench()));
 process.stderr.write("measuring PostgreSQL (append, ledger claims, live-runner latency) …\n");
 rows.push(...(await postgresBench()));
 process.stderr.write("measuring turnfold serve (HTTP appends, stream latency, memory per stream) …\n");

@@ -1,0 +1,70 @@
+/**
+ * What the fold keeps as months of work go by (issue 59): one pass over `monthsOfWork`
+ * (src/testing/months.ts), with the fold's checkpoint and live heap taken at 10^5 and at
+ * 10^6 events. A fold that remembered only what is alive would keep about as much at the
+ * second mark as at the first: 1,000 conversations are alive at either, while some 5,700
+ * have ended by the second. The rows also say where the bytes at 10^6 are.
+ */
+import { Projection } from "../src/projections/project.js";
+import { monthsOfWork } from "../src/testing/months.js";
+import { fmt, type Row } from "./harness.js";
+
+interface Mark {
+  readonly events: number;
+  readonly conversations: number;
+  readonly checkpointBytes: number;
+  /** Bytes of each top-level part of the checkpoint's body, largest first. */
+  readonly parts: readonly (readonly [string, number])[];
+  readonly heapMb: number;
+}
+
+/** The parts of a checkpoint's body (`encodeState`: kind, digest, then the encoded fields), with their sizes. */
+function parts(text: string): [string, number][] {
+  const body = text.slice(text.indexOf("\n", text.indexOf("\n") + 1) + 1);
+  const fields = (JSON.parse(body) as [string, Record<string, unknown>])[1];
+  return Object.entries(fields)
+    .map(([key, value]) => [key, JSON.stringify(value).length] as [string, number])
+    .sort((a, b) => b[1] - a[1]);
+}
+
+function heapMb(): number {
+  (globalThis as { gc?: () => void }).gc?.();
+  return process.memoryUsage().heapUsed / 1e6;
+}
+
+export async function monthsBench(): Promise<Row[]> {
+  const marks = [100_000, 1_000_000];
+  const taken: Mark[] = [];
+  const projection = new Projection({ ledgerMoves: true });
+  let events = 0;
+  let conversations = 0;
+  for (const event of monthsOfWork(marks[marks.length - 1]!)) {
+    projection.push(event);
+    if (event.type === "session.opened") conversations++;
+    if (!marks.includes(++events)) continue;
+    const text = projection.checkpoint();
+    taken.push({ events, conversations, checkpointBytes: text.length, parts: parts(text), heapMb: heapMb() });
+    // Let the event loop breathe between the marks (the bench prints progress).
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  const [short, long] = taken as [Mark, Mark];
+  const top = long.parts.slice(0, 4).map(([key, bytes]) => `${key} ${fmt(bytes / 1e6, "MB")}`).join(", ");
+  return [
+    {
+      name: `months of work: fold checkpoint at 10^6 events (${fmt(long.conversations)} conversations so far) / at 10^5 (${fmt(short.conversations)})`,
+      value: fmt(long.checkpointBytes / 1e6, "MB"),
+      baseline: `${fmt(short.checkpointBytes / 1e6, "MB")} at 10^5; at 10^6: ${top}`,
+      ratio: long.checkpointBytes / short.checkpointBytes,
+      target: "ratio ≤ 1.5",
+      pass: long.checkpointBytes / short.checkpointBytes <= 1.5,
+    },
+    {
+      name: "months of work: the fold's live heap at 10^6 events / at 10^5 (MB)",
+      value: fmt(long.heapMb, "MB"),
+      baseline: `${fmt(short.heapMb, "MB")} at 10^5`,
+      ratio: long.heapMb / short.heapMb,
+      target: "reported",
+      pass: undefined,
+    },
+  ];
+}
