@@ -99,3 +99,26 @@ describe("a projection's own limits", () => {
     expect(made({ budget: { capacity: 3, refillMs: 60_000 }, parking: { ttlMs: 0, total: 0, perOwner: 0 }, gateway: { windowMs: 0 } })).not.toThrow();
   });
 });
+
+describe("what an ended conversation keeps for its resume (issue 59: the rest is forgotten)", () => {
+  it("its bucket: closed with one of two tokens left and opened again with the same budget, it has one, not none and not two", () => {
+    const two = { budget: { capacity: 2, refillMs: 1_000_000 } };
+    const h = new History().open("s1", "tui", two).completions("s1", ["p1"]).drain("s1").close("s1", "idle").open("s1", "tui", two);
+    h.completions("s1", ["p2"]).drain("s1").completions("s1", ["p3"]).drain("s1");
+    const { turns, projection } = fold(h);
+    expect(turns.map((t) => t.members)).toEqual([["p1"], ["p2"]]);
+    expect(projection.ready("s1").map((r) => r.member)).toEqual(["p3"]);
+  });
+
+  it("a turn started after its close: opened again, it is busy, and a drain waits for the turn's end", () => {
+    const h = new History().open("s1", "tui").close("s1", "idle").turnStarted("s1").open("s1", "tui").completions("s1", ["p1"]).drain("s1");
+    expect(fold(h).turns).toEqual([]);
+    h.turnEnded("s1").drain("s1");
+    expect(fold(h).turns.map((t) => t.members)).toEqual([["p1"]]);
+  });
+
+  it("its over-budget count", () => {
+    const h = new History().open("s1", "tui", oneAMinute).completions("s1", ["p1"]).drain("s1").completions("s1", ["p2"]).drain("s1").close("s1", "idle");
+    expect(fold(h).projection.overBudget("s1")).toBe(1);
+  });
+});

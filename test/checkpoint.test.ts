@@ -76,6 +76,22 @@ describe("checkpoints of the fold", () => {
     expect(Object.keys(proc)).toEqual(Object.keys(inspectFold(projection).processes.get("p")!));
   });
 
+  it("writes an ended conversation as its close alone, and an open one without the fields a fresh session has; both come back whole", () => {
+    const h = new History().open("ended").open("idle-one", "cli").open("going").start("p1", "going").exit("p1", 0).close("ended", "user").close("idle-one", "idle");
+    const projection = new Projection();
+    for (const event of h.events) projection.push(event);
+    const text = projection.checkpoint();
+    const body = JSON.parse(text.split("\n").slice(2).join("\n")) as [string, { sessions: [string, unknown[]] }];
+    const written = body[1].sessions[1];
+    const of = (key: string) => written[written.indexOf(key) + 1];
+    expect(of("ended")).toBe("user");
+    expect(of("idle-one")).toBe("idle");
+    const going = of("going") as [string, Record<string, unknown>];
+    expect(going[0]).toBe("o");
+    expect(Object.keys(going[1]).sort()).toEqual(["lastActAt", "open", "queue", "surface"]);
+    expect(inspectFold(Projection.resume({}, text)!)).toEqual(inspectFold(projection));
+  });
+
   it("goes on exactly where the fold was: the turns after a resume are those of one fold", () => {
     const events = busy();
     const cut = 10;
@@ -136,7 +152,7 @@ describe("checkpoints of the fold", () => {
         "state.sessions{}.route": "chat platform",
         "state.superseded{}": "at by",
       },
-      "version": 5,
+      "version": 6,
     });
   });
 });

@@ -15,13 +15,13 @@
  * another kind, decodes to undefined, and the reader folds from further back.
  */
 import { textDigest } from "../events/digest.js";
-import { createState, type State } from "./state.js";
+import { createState, freshSession, type Session, type State } from "./state.js";
 
 /**
  * The layout of the encoded state. Bump it with any change to what `State` holds or to the
  * shape of its records (test/checkpoint.test.ts pins the field names of this version).
  */
-export const checkpointVersion = 5;
+export const checkpointVersion = 6;
 
 /** The fields of `State` that are settings, not folded: set from the reader's settings on decode. */
 const settingFields = new Set(["parking", "gateway", "defaultBudget", "defaultStaleAfterMs"]);
@@ -36,6 +36,7 @@ export function checkpointKind(state: Readonly<State>): string {
 export function encodeState(state: Readonly<State>): string {
   const fields = Object.create(null) as Record<string, unknown>;
   for (const [key, value] of Object.entries(state)) if (!settingFields.has(key)) fields[key] = value;
+  fields["sessions"] = compactSessions(state.sessions);
   const body = JSON.stringify(new Encoder().value(fields));
   return `${checkpointKind(state)}\n${textDigest(body)}\n${body}`;
 }
@@ -65,7 +66,53 @@ export function decodeState(text: string, settings: Readonly<State>): State | un
     if (!(key in fields)) return undefined;
     state[key] = (fields as Record<string, unknown>)[key];
   }
+  const sessions = expandSessions(state["sessions"]);
+  if (sessions === undefined) return undefined;
+  state["sessions"] = sessions;
   return state as unknown as State;
+}
+
+/**
+ * Sessions as a checkpoint writes them: each one's fields that differ from a fresh
+ * session's (`freshSession`), without its key (the Map's); an ended conversation that
+ * keeps nothing but its close (most of those a long log has met) is the close's reason
+ * alone. Over months of work that is most of what the checkpoint held (docs/performance.md).
+ */
+function compactSessions(sessions: ReadonlyMap<string, Session>): Map<string, string | Record<string, unknown>> {
+  const compact = new Map<string, string | Record<string, unknown>>();
+  for (const [key, session] of sessions) {
+    const fresh = freshSession(key) as unknown as Record<string, unknown>;
+    const differs = Object.create(null) as Record<string, unknown>;
+    let count = 0;
+    for (const [field, value] of Object.entries(session)) {
+      if (field === "key" || sameAsFresh(value, fresh[field])) continue;
+      differs[field] = value;
+      count++;
+    }
+    compact.set(key, count === 1 && session.closed !== undefined ? session.closed : differs);
+  }
+  return compact;
+}
+
+/** Whether a session's field holds what a fresh session's does: the same scalar, or an empty list where it has one. */
+function sameAsFresh(value: unknown, fresh: unknown): boolean {
+  if (Array.isArray(fresh)) return Array.isArray(value) && value.length === 0;
+  return value === fresh;
+}
+
+/** The sessions `compactSessions` wrote, whole again; undefined when the body does not hold them so. */
+function expandSessions(written: unknown): Map<string, Session> | undefined {
+  if (!(written instanceof Map)) return undefined;
+  const sessions = new Map<string, Session>();
+  for (const [key, value] of written as Map<unknown, unknown>) {
+    if (typeof key !== "string") return undefined;
+    const session = freshSession(key);
+    if (value === "user" || value === "idle" || value === "timeout") session.closed = value;
+    else if (typeof value === "object" && value !== null && !Array.isArray(value) && !(value instanceof Map) && !(value instanceof Set)) Object.assign(session, value);
+    else return undefined;
+    sessions.set(key, session);
+  }
+  return sessions;
 }
 
 /*

@@ -82,8 +82,12 @@ export function step(state: State, event: Stored, out: Decisions): void {
   }
 }
 
-/** Marks a session's own act (R36); a key the fold does not know as a session is passed over. */
+/**
+ * Marks a session's own act (R36); a key the fold does not know as a session is passed
+ * over, and so is a closed one: only a live session can be closed as idle, and opening a
+ * closed key again sets its last act.
+ */
 function acted(state: State, key: string, at: number): void {
   const session = state.sessions.get(key);
-  if (session !== undefined) session.lastActAt = at;
+  if (session !== undefined && session.closed === undefined) session.lastActAt = at;
 }

@@ -3,28 +3,39 @@ import type { EventOf, Stored } from "../events/schema.js";
 import type { Decisions } from "./decisions.js";
 import { insertInOrder, release } from "./items.js";
 import { isLive, lineageTip, place, unpark } from "./ownership.js";
-import type { Session, State } from "./state.js";
+import { freshSession, type Session, type State } from "./state.js";
 
 function newSession(key: string, from?: Session): Session {
-  return {
-    key,
-    surface: from?.surface ?? "cli",
-    route: from?.route,
-    open: false,
-    closed: undefined,
-    successor: undefined,
-    busy: false,
-    queue: [],
-    inbox: [],
-    // A successor continues the conversation: same budget, same bucket.
-    budget: from?.budget,
-    tokens: from?.tokens ?? 0,
-    refilledAt: from?.refilledAt ?? 0,
-    overBudget: 0,
-    // R34: a successor keeps its predecessor's setting until it is opened with its own.
-    staleAfterMs: from?.staleAfterMs,
-    lastActAt: 0,
-  };
+  const session = freshSession(key);
+  if (from === undefined) return session;
+  session.surface = from.surface;
+  session.route = from.route;
+  // A successor continues the conversation: same budget, same bucket.
+  session.budget = from.budget;
+  session.tokens = from.tokens;
+  session.refilledAt = from.refilledAt;
+  // R34: a successor keeps its predecessor's setting until it is opened with its own.
+  session.staleAfterMs = from.staleAfterMs;
+  return session;
+}
+
+/**
+ * What an ended session keeps (issue 59): closed and not retired, it is never live again
+ * but by a `session.opened` of its key, which sets its surface, route, stale-after setting
+ * and last act anew. Until then nothing reads those, nor `open` (a closed session is not
+ * live whatever it says), so they go back to a fresh session's, and a checkpoint writes an
+ * ended conversation as its close alone. What a later event can still observe stays: the
+ * reason (R13: items for a key the user closed are dropped), the budget's bucket (a resume
+ * with the same budget keeps it, R30), the drain's over-budget count, and a turn started
+ * after the close (a resume does not end it). test/budget.test.ts pins these.
+ */
+function endSession(session: Session): void {
+  if (session.successor !== undefined) return;
+  session.surface = "cli";
+  session.route = undefined;
+  session.open = false;
+  session.staleAfterMs = undefined;
+  session.lastActAt = 0;
 }
 
 export function sessionOpened(state: State, e: Stored<EventOf<"session.opened">>, out: Decisions): void {
@@ -93,6 +104,7 @@ export function sessionClosed(state: State, e: Stored<EventOf<"session.closed">>
   }
   session.closed = e.reason;
   session.busy = false;
+  endSession(session);
   const waiting = [...session.queue, ...session.inbox.flatMap((entry) => entry.items)];
   session.queue = [];
   session.inbox = [];

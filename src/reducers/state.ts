@@ -173,6 +173,32 @@ export interface State {
  */
 export const rememberedOwners = 8_192;
 
+/**
+ * A session as the fold first meets its key: not open, nothing queued, no budget. An ended
+ * session (closed, not retired) is brought back to this, but for what a later event can
+ * still observe of it (`endSession` in sessions.ts), and a checkpoint writes only what
+ * differs from it (checkpoint.ts).
+ */
+export function freshSession(key: string): Session {
+  return {
+    key,
+    surface: "cli",
+    route: undefined,
+    open: false,
+    closed: undefined,
+    successor: undefined,
+    busy: false,
+    queue: [],
+    inbox: [],
+    budget: undefined,
+    tokens: 0,
+    refilledAt: 0,
+    overBudget: 0,
+    staleAfterMs: undefined,
+    lastActAt: 0,
+  };
+}
+
 /** A fresh projection state, with the parking and gateway limits in force. */
 export function createState(parking: ParkingLimits = defaultParking, gateway: GatewayOptions = defaultGateway, budget?: Budget, staleAfterMs?: number): State {
   return {
