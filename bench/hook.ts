@@ -16,6 +16,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { TurnfoldEvent } from "../src/events/schema.js";
 import { openLog } from "../src/open.js";
 import { liveTurns } from "../src/projections/live.js";
+import { monthsOfWork } from "../src/testing/months.js";
 import { Projection } from "../src/projections/project.js";
 import { fmt, median, type Row } from "./harness.js";
 
@@ -35,28 +36,22 @@ function timed(args: readonly string[], env: NodeJS.ProcessEnv, input?: string):
 }
 
 /**
- * A log of about `events` events as months of work leave it: 1,000 conversations, each
- * opened once, starting and finishing jobs and draining them at its turns' ends, a few
- * conversations closed along the way; then every turn those drains decided recorded, and
- * the checkpoint a server running all along would have kept (a live runner, idle at the end).
+ * A log of `events` events as months of work leave it (src/testing/months.ts: 1,000
+ * conversations at a time, about 5,700 of them ended by 10^6 events, one in five closed as
+ * idle); then every turn those drains decided recorded, and the checkpoint a server
+ * running all along would have kept (a live runner, idle at the end).
  */
 async function filled(db: string, events: number): Promise<void> {
   const log = await openLog(db);
-  const batch: TurnfoldEvent[] = [];
-  const flush = async () => void (batch.length > 0 && (await log.append(batch.splice(0))));
-  for (let s = 0; s < 1000; s++) batch.push({ type: "session.opened", at: s, session: `old-${s}`, surface: "tui" });
-  // Each round of a conversation: a job started and finished, and the drain at its turn's end (4 events with its record).
-  for (let i = 0; i < Math.max(1, Math.floor((events - 1000) / 4)); i++) {
-    const owner = `old-${i % 1000}`;
-    const at = 1000 + i;
-    batch.push(
-      { type: "process.started", at, process: `${owner}.${i}`, command: "make test", notify: true, owner },
-      { type: "process.exited", at, process: `${owner}.${i}`, exitCode: i % 7 === 0 ? 1 : 0, reason: "exited", output: "ok", owner },
-      { type: "drain", at, session: owner, consumer: "tui-post-turn" },
-    );
-    if (batch.length >= 6000) await flush();
+  let batch: TurnfoldEvent[] = [];
+  for (const { seq: _seq, ...event } of monthsOfWork(events)) {
+    batch.push(event as TurnfoldEvent);
+    if (batch.length >= 6000) {
+      await log.append(batch);
+      batch = [];
+    }
   }
-  await flush();
+  if (batch.length > 0) await log.append(batch);
   // The records, and the checkpoint at the end, as a server running all along leaves them.
   const end = await log.lastSeq();
   const kind = new Projection({ ledgerMoves: true }).checkpointKind;
