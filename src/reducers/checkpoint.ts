@@ -21,7 +21,7 @@ import { createState, freshSession, type Session, type State } from "./state.js"
  * The layout of the encoded state. Bump it with any change to what `State` holds or to the
  * shape of its records (test/checkpoint.test.ts pins the field names of this version).
  */
-export const checkpointVersion = 6;
+export const checkpointVersion = 7;
 
 /** The fields of `State` that are settings, not folded: set from the reader's settings on decode. */
 const settingFields = new Set(["parking", "gateway", "defaultBudget", "defaultStaleAfterMs"]);
@@ -123,12 +123,20 @@ function expandSessions(written: unknown): Map<string, Session> | undefined {
  *   ["a", [...]]      an array          ["o", {...}]  a plain object
  *   ["m", [k, v, …]]  a Map             ["s", [...]]  a Set
  *   ["r", N]          the Nth array, object, Map or Set written before (counted from 0)
+ *   ["k", [names], [values]]  a plain object of two fields or more, whose list of field
+ *                     names (in order) is met for the first time: it becomes shape N,
+ *                     counting from 0 in the order shapes are met
+ *   ["t", N, [values]]        a plain object of shape N: its values in the shape's order
  * Objects are counted in the order they are written, which is the order they are read.
+ * Shapes keep the names of the state's many records of one kind (processes, items,
+ * sessions) out of the text after the first: they were about half of it.
  */
 type Encoded = string | number | boolean | null | readonly unknown[];
 
 class Encoder {
   readonly #seen = new Map<object, number>();
+  /** Each list of field names met so far (as JSON), with its shape number. */
+  readonly #shapes = new Map<string, number>();
 
   value(value: unknown): Encoded {
     if (value === null || typeof value === "string" || typeof value === "boolean") return value;
@@ -147,15 +155,26 @@ class Encoder {
     if (value instanceof Set) return ["s", [...value].map((v: unknown) => this.value(v))];
     const proto = Object.getPrototypeOf(value) as unknown;
     if (proto !== Object.prototype && proto !== null) throw new TypeError("a checkpoint holds only plain objects, arrays, Maps and Sets");
+    const entries = Object.entries(value);
+    if (entries.length >= 2) {
+      const names = entries.map(([k]) => k);
+      const key = JSON.stringify(names);
+      // Numbered before its values are written, as the decoder numbers it before reading them.
+      const shape = this.#shapes.get(key);
+      if (shape === undefined) this.#shapes.set(key, this.#shapes.size);
+      const values = entries.map(([, v]) => this.value(v));
+      return shape === undefined ? ["k", names, values] : ["t", shape, values];
+    }
     // No prototype: a key "__proto__" (an event may carry one) is a field like any other.
     const fields = Object.create(null) as Record<string, Encoded>;
-    for (const [k, v] of Object.entries(value)) fields[k] = this.value(v);
+    for (const [k, v] of entries) fields[k] = this.value(v);
     return ["o", fields];
   }
 }
 
 class Decoder {
   readonly #made: object[] = [];
+  readonly #shapes: (readonly string[])[] = [];
 
   value(encoded: unknown): unknown {
     if (!Array.isArray(encoded)) {
@@ -196,16 +215,36 @@ class Decoder {
         if (typeof inner !== "object" || inner === null || Array.isArray(inner)) throw new TypeError("not a checkpoint body");
         const object: Record<string, unknown> = {};
         this.#made.push(object);
-        for (const [k, v] of Object.entries(inner)) {
-          if (k === "__proto__") Object.defineProperty(object, k, { value: this.value(v), enumerable: true, writable: true, configurable: true });
-          else object[k] = this.value(v);
-        }
+        for (const [k, v] of Object.entries(inner)) setField(object, k, this.value(v));
+        return object;
+      }
+      case "k":
+      case "t": {
+        let names: readonly string[] | undefined;
+        if (tag === "k") {
+          names = list(inner).map((name) => {
+            if (typeof name !== "string") throw new TypeError("not a checkpoint body");
+            return name;
+          });
+          this.#shapes.push(names);
+        } else names = this.#shapes[inner as number];
+        const values = list(encoded[2]);
+        if (names === undefined || values.length !== names.length) throw new TypeError("not a checkpoint body");
+        const object: Record<string, unknown> = {};
+        this.#made.push(object);
+        for (let i = 0; i < names.length; i++) setField(object, names[i]!, this.value(values[i]));
         return object;
       }
       default:
         throw new TypeError(`unknown tag ${String(tag)}`);
     }
   }
+}
+
+/** Sets a decoded field: a key "__proto__" (an event may carry one) is a field like any other. */
+function setField(object: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === "__proto__") Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+  else object[key] = value;
 }
 
 function list(value: unknown): readonly unknown[] {
