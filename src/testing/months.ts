@@ -10,6 +10,7 @@
  * The clock runs about 8 s an event, so 10^6 events span about three months.
  */
 import type { Stored, TurnfoldEvent } from "../events/schema.js";
+import { seeded } from "./random.js";
 
 export interface MonthsOptions {
   /** Conversations alive at a time (default 1,000). */
@@ -19,18 +20,6 @@ export interface MonthsOptions {
   /** The idle close a runner records for a conversation that stopped without one (ms; default 7 days). */
   readonly idleCloseMs?: number;
   readonly seed?: number;
-}
-
-/** mulberry32: the same history on every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 interface Conversation {
@@ -47,7 +36,7 @@ export function* monthsOfWork(total: number, options: MonthsOptions = {}): Gener
   const alive = options.alive ?? 1000;
   const minTurns = options.turns ?? 20;
   const idleCloseMs = options.idleCloseMs ?? 7 * 24 * 60 * 60 * 1000;
-  const rand = random(options.seed ?? 59);
+  const rand = seeded(options.seed ?? 59);
   let seq = 0;
   let at = 1_700_000_000_000;
   let opened = 0;

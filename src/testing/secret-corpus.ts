@@ -5,6 +5,7 @@
  * was. No value here is a real secret: each is drawn from a seeded generator in the
  * documented format of its vendor.
  */
+import { seeded } from "./random.js";
 
 /** A line that carries a secret: `secret` must not be found in what is stored. */
 export interface SecretLine {
@@ -13,16 +14,9 @@ export interface SecretLine {
   readonly secret: string;
 }
 
-/** A small seeded generator (mulberry32): the corpus is the same on every run. */
+/** Seeded draws of characters: the corpus is the same on every run. */
 function generator(seed: number) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = seeded(seed);
   const from = (alphabet: string, length: number) => Array.from({ length }, () => alphabet[Math.floor(next() * alphabet.length)]).join("");
   return {
     alnum: (n: number) => from("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", n),

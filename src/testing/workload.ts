@@ -5,18 +5,7 @@
  * being held in memory. Ends with every session drained: everything delivered.
  */
 import type { Stored, TurnfoldEvent } from "../events/schema.js";
-
-/** Small seeded PRNG (mulberry32): the same workload on every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seeded } from "./random.js";
 
 interface SessionSim {
   key: string;
@@ -27,7 +16,7 @@ interface SessionSim {
 }
 
 export function* workload(total: number, sessions = 1000, seed = 42): Generator<Stored> {
-  const rand = random(seed);
+  const rand = seeded(seed);
   let seq = 0;
   let at = 1_700_000_000_000;
   let nextId = 0;
