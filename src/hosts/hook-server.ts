@@ -183,7 +183,8 @@ async function captured(request: Record<string, unknown>, service: HookService, 
  * The idle wake (wake.ts): waits while the session's work runs, and when items are ready
  * hands everything ready over as one turn, through the same claim as every hand-over, to
  * the hook that asked. Exits that come close together are gathered first (`gatherMs`
- * after the last, while other jobs of the session still run; at once when none does). Answers `{"line": ""}` when nothing runs and nothing waits, when the
+ * after the last exit or item made ready, whichever is heard of first, while other jobs of
+ * the session still run; at once when none does). Answers `{"line": ""}` when nothing runs and nothing waits, when the
  * agent is at work again, or when a newer wake takes over.
  */
 async function wake(socket: Socket, service: HookService, state: CaptureState, next: () => Promise<Record<string, unknown> | undefined>, send: (value: unknown) => void): Promise<void> {
@@ -206,23 +207,23 @@ async function wake(socket: Socket, service: HookService, state: CaptureState, n
   state.waker = me;
   socket.once("close", me.cancel);
   const gatherMs = service.gatherMs ?? 100;
-  let lastExit = 0;
-  const stops = [
-    agent.onReady(poke),
-    agent.onChildExit(() => {
-      lastExit = Date.now();
-      poke();
-    }),
-  ];
+  // When the last exit was seen, or the last item became ready: whichever the server hears
+  // of first (the runner may fold an exit before the child's own exit is reported here).
+  let lastNews = 0;
+  const news = () => {
+    lastNews = Date.now();
+    poke();
+  };
+  const stops = [agent.onReady(news), agent.onChildExit(news)];
   // What another process released or left is looked for now and then.
   const look = setInterval(poke, 1_000);
   try {
     for (;;) {
       if (cancelled || !service.mayHand()) return void socket.end(JSON.stringify({ line: "" }) + "\n");
-      // Gathered: after an exit, while others of the session's jobs still run, the next
-      // exit within gatherMs joins the same turn. With none left running nothing more can
-      // join, and the wake goes at once.
-      const quiet = lastExit + gatherMs - Date.now();
+      // Gathered: after an exit (or an item made ready), while others of the session's jobs
+      // still run, the next within gatherMs joins the same turn. With none left running
+      // nothing more can join, and the wake goes at once.
+      const quiet = lastNews + gatherMs - Date.now();
       if (quiet > 0 && agent.running() > 0) {
         signalled = false;
         await new Promise<void>((resolve) => {
