@@ -55,7 +55,7 @@ export interface McpServerOptions {
   readonly hookSocket?: (key: string) => string;
   /** Whether the hooks of `key` may hand anything over now (not while the key is contested: key-lock.ts). */
   readonly hooksMayHand?: (key: string) => boolean;
-  /** How long the idle wake waits after an exit for the next one while other jobs run, in ms (hook-server.ts; default 100). */
+  /** How long the idle wake waits after an exit (or an item made ready) for the next while other jobs run, in ms (hook-server.ts; default 100). */
   readonly wakeGatherMs?: number;
 }
 

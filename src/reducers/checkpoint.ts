@@ -80,8 +80,9 @@ export function decodeState(text: string, settings: Readonly<State>): State | un
  */
 function compactSessions(sessions: ReadonlyMap<string, Session>): Map<string, string | Record<string, unknown>> {
   const compact = new Map<string, string | Record<string, unknown>>();
+  // What a fresh session holds (its key is the Map's, and passed over).
+  const fresh = freshSession("") as unknown as Record<string, unknown>;
   for (const [key, session] of sessions) {
-    const fresh = freshSession(key) as unknown as Record<string, unknown>;
     const differs = Object.create(null) as Record<string, unknown>;
     let count = 0;
     for (const [field, value] of Object.entries(session)) {
