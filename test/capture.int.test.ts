@@ -265,6 +265,26 @@ describe("the idle wake", () => {
     expect(twice.stdout + twice.stderr).toMatch(/by wake Stop[\s\S]*by hook Stop|by hook Stop[\s\S]*by wake Stop/);
   });
 
+  it("a wake whose hook reaches the server only after the first of two jobs ended (a loaded machine starts it late) still gathers the second into the same wake", async () => {
+    const c = await conversation(["--wake-gather", "5s"]);
+    const first = signal("a");
+    const second = signal("b");
+    for (const command of [`${first.wait}; echo JOB-A; exit 3`, `${second.wait}; echo JOB-B`]) {
+      const pre = await c.hook(bashCall({ command, run_in_background: true }));
+      expect((await runRewritten(c, pre.stdout)).code).toBe(0);
+    }
+    first.go();
+    await exits(c, 1);
+    const wake = wakeOf(c);
+    await sleep(300);
+    second.go();
+    const woke = await wake;
+    expect(woke.code, woke.stderr).toBe(2);
+    expect(woke.stderr).toMatch(/^2 background processes finished/);
+    expect(woke.stderr).toContain("JOB-A");
+    expect(woke.stderr).toContain("JOB-B");
+  });
+
   it("a --wake-gather that is not a duration stops the server before it starts, naming the option", async () => {
     const refused = await cliAsync(["mcp", "--db", join(dir, "never.sqlite"), "--wake-gather", "soon"]);
     expect(refused.code).toBe(2);

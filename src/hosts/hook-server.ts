@@ -209,7 +209,9 @@ async function wake(socket: Socket, service: HookService, state: CaptureState, n
   const gatherMs = service.gatherMs ?? 100;
   // When the last exit was seen, or the last item became ready: whichever the server hears
   // of first (the runner may fold an exit before the child's own exit is reported here).
-  let lastNews = 0;
+  // News from before this wake counts too: a wake whose hook started late, after one job
+  // ended while another runs, gathers from that end, not from its own start.
+  let lastNews = agent.lastNewsAt;
   const news = () => {
     lastNews = Date.now();
     poke();

@@ -97,6 +97,8 @@ export class AgentSession {
   #closing = false;
   /** Seq of the newest item seen ready, so that listeners hear of each new one. */
   #newestReady = 0;
+  /** When the session last heard of a child's exit or of an item newly ready (ms since the epoch; 0: never). */
+  #newsAt = 0;
   readonly #changeListeners: (() => void)[] = [];
   readonly #exitListeners: (() => void)[] = [];
   /** Seqs of this session's records not yet handed over, oldest first, as last seen. */
@@ -160,6 +162,7 @@ export class AgentSession {
     const newest = this.#ready.at(-1)?.seq ?? 0;
     if (newest > this.#newestReady) {
       this.#newestReady = newest;
+      this.#newsAt = Date.now();
       for (const listener of this.#changeListeners) listener();
     }
   }
@@ -184,6 +187,14 @@ export class AgentSession {
     return listen(this.#exitListeners, listener);
   }
 
+  /**
+   * When the session last heard of a child's exit or of an item newly ready (ms since the
+   * epoch; 0: never): news from before a listener was added, for the idle wake's gather.
+   */
+  get lastNewsAt(): number {
+    return this.#newsAt;
+  }
+
   /** How many of this session's children run now (their exits not seen yet). */
   running(): number {
     let count = 0;
@@ -205,6 +216,7 @@ export class AgentSession {
     });
     void this.#supervisor.exited(id).then(() => {
       this.#spool.remove(id);
+      this.#newsAt = Date.now();
       for (const listener of this.#exitListeners) listener();
     });
     const listed = this.#supervisor.list().find((p) => p.process === id);
