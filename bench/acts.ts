@@ -5,7 +5,6 @@
  * race to the producers would answer 503).
  */
 import { openLog } from "../src/open.js";
-import { startPipeline } from "../src/service/pipeline.js";
 import { createService } from "../src/service/server.js";
 import { fmt, type Row } from "./harness.js";
 
@@ -23,7 +22,6 @@ async function drainLatency(target: string, producers: number): Promise<{ p99: n
   const log = await openLog(target, { pollMs: 5 });
   const service = await createService({ log, producerToken });
   const url = await service.listen("127.0.0.1", 0);
-  const pipeline = startPipeline({ log, report: () => undefined });
   try {
     const opened = await call(url, "/v1/sessions", producerToken, { session: "acting", surface: "tui" });
     const token = String(opened.json["token"]);
@@ -50,7 +48,6 @@ async function drainLatency(target: string, producers: number): Promise<{ p99: n
     times.sort((a, b) => a - b);
     return { p99: times[Math.floor(times.length * 0.99)]!, refused, produced };
   } finally {
-    await pipeline.stop();
     await service.close();
     await log.close();
   }

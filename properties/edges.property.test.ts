@@ -188,10 +188,16 @@ test.prop([fc.array(act, { minLength: 4, maxLength: 28 })], { numRuns: 80 })(
 test("issue 37, pinned from the property: a second exit the fold ignored is not shown to the process's owner", async () => {
   const { explain } = await import("../src/projections/explain.js");
   const { Authority } = await import("../src/service/authority.js");
+  const { Fold } = await import("../src/reducers/fold.js");
   const { History } = await import("../test/support/history.js");
   const h = new History().exit("p1", 1, { owner: "t1:2", output: marker("t1") }).open("t1:2").exit("p1", 1, { owner: "t0", output: marker("t0") });
-  const authority = new Authority();
-  for (const event of h.events) authority.apply(event);
+  // The authority asks the fold that took every event first, as the service's runner tells it.
+  const fold = new Fold();
+  const authority = new Authority(fold);
+  for (const event of h.events) {
+    fold.step(event, { dispatch: () => undefined, overBudget: () => undefined });
+    authority.apply(event);
+  }
   const seen = authority.explanationFor(["t1:2"], explain(h.events, "p1"));
   expect(JSON.stringify(seen)).toContain(marker("t1"));
   expect(JSON.stringify(seen)).not.toContain(marker("t0"));

@@ -151,15 +151,25 @@ describe("architecture", () => {
     expect(pageConfig.compilerOptions.types).toEqual([]);
   }, 60_000);
 
-  it("a live runner is started in three places only, and 'drain, then wait until its turns are recorded' is written once, in LiveRunner (issue 59, point 1)", () => {
+  it("a live runner is started in two places only (LiveRunner, and the one-off recording of a log), and 'drain, then wait until its turns are recorded' is written once, in LiveRunner (issue 59, point 1)", () => {
     const starters = sources(root).filter((file) => /\bliveTurns\(/.test(readFileSync(file, "utf8")) && !file.endsWith(join("projections", "live.ts")));
-    expect(starters.map((f) => relative(root, f)).sort()).toEqual(["projections/record-dispatches.ts", "projections/runner.ts", "service/pipeline.ts"]);
+    expect(starters.map((f) => relative(root, f)).sort()).toEqual(["projections/record-dispatches.ts", "projections/runner.ts"]);
     // A caller that waits on the runner's idle points does so through LiveRunner: no other module hooks `idle` to drain.
     const waiting = sources(root).filter((file) => {
       const text = readFileSync(file, "utf8");
       return !file.endsWith(join("projections", "runner.ts")) && /\bidle:\s*\(/.test(text) && /type:\s*"drain"/.test(text);
     });
     expect(waiting.map((f) => relative(root, f))).toEqual([]);
+  });
+
+  it("one runner follows a log (issue 59, point 1): outside the adapters, only the live runner and the relay (which delivers records) wait on a log's changes, only `turnfold tail` (which prints, and folds nothing) tails one, and only the runner keeps checkpoints", () => {
+    const outside = sources(root).filter((file) => !relative(root, file).startsWith("events/"));
+    const using = (pattern: RegExp) => outside.filter((file) => pattern.test(readFileSync(file, "utf8"))).map((f) => relative(root, f)).sort();
+    expect(using(/\.changes\(\)/)).toEqual(["projections/live.ts", "sinks/relay.ts"]);
+    expect(using(/\.tail\(\{/)).toEqual(["cli/tail.ts"]);
+    expect(using(/\.saveCheckpoint\(/)).toEqual(["projections/live.ts"]);
+    // serve is a client of the runner: it starts the pipeline, and follows nothing itself.
+    expect(readFileSync(join(root, "service", "server.ts"), "utf8")).toMatch(/startPipeline\(/);
   });
 
   it("one writer for the ledger: only the ledger's commands and the live runner (applying the fold's moves) write claims and deliveries (issue 37, point 5)", () => {
@@ -175,8 +185,8 @@ describe("architecture", () => {
     // The old directory kept owners and lineage per process and per key, beside the fold.
     const service = sources(join(root, "service")).map((file) => readFileSync(file, "utf8")).join("\n");
     expect(service).not.toMatch(/#processOwner|#lineage\b|#predecessor\b|#closed\b/);
-    const folds = [...service.matchAll(/new Fold\(/g)].length;
-    expect(folds, "one Fold in the service: the Authority's").toBe(1);
+    // Nor does it fold for itself: its authority asks the live runner's fold (issue 59, point 4).
+    expect([...service.matchAll(/new Fold\(|Fold\.resume\(|new Projection\(/g)].length, "no fold of the service's own").toBe(0);
   });
 
   it("no function in src/service is longer than 80 lines", () => {

@@ -5,6 +5,7 @@ import type { TurnfoldEvent } from "../src/events/index.js";
 import { openLog, type TurnfoldLog } from "../src/open.js";
 import { readAll, type EventLog } from "../src/events/log.js";
 import { liveTurns } from "../src/projections/live.js";
+import { Projection } from "../src/projections/project.js";
 import { recordDispatches } from "../src/projections/record-dispatches.js";
 import { replay } from "../src/projections/replay.js";
 import { verifyRecorded } from "../src/projections/verify.js";
@@ -141,6 +142,55 @@ describe("a gateway window flushed on the wall clock", () => {
     const events = await readAll(log);
     expect(turns).toEqual([["p1", "p2"]]);
     expect(verifyRecorded(events, replay(events).turns)).toEqual({ ok: true, verdict: "match", turns: 1 });
+    await log.close();
+  });
+});
+
+describe("a runner started from a checkpoint that must fold again", () => {
+  it("folds again from the checkpoint, not from the log's start on top of it (a drain before the checkpoint took nothing, and takes nothing the second time)", async () => {
+    const log = await openLog(fresh(), { pollMs: 5 });
+    const start = Date.now();
+    const exit = (process: string, owner: string, at: number): TurnfoldEvent => ({ type: "process.exited", at, process, exitCode: 0, reason: "exited", output: "ok", owner });
+    const before: TurnfoldEvent[] = [{ type: "session.opened", at: start, session: "tui1", surface: "tui" }, { type: "drain", at: start, session: "tui1", consumer: "tui-poller" }, exit("q1", "tui1", start)];
+    await log.append(before);
+    // The checkpoint a runner keeps after those three: q1 waits for tui1's next drain.
+    const projection = new Projection({ ledgerMoves: true });
+    for (const event of await readAll(log)) projection.push(event);
+    await log.saveCheckpoint(projection.checkpointKind, 3, projection.checkpoint(), Date.now());
+    const route = { platform: "telegram", chatType: "group", chatId: "-1" };
+    await log.append([{ type: "session.opened", at: start, session: "chat", surface: "gateway", route } as TurnfoldEvent, exit("p1", "chat", start)]);
+    // The window closes on the wall clock, and another writer's event lands just before its record: the runner folds again.
+    let raced = false;
+    const racing: EventLog & Pick<TurnfoldLog, "saveCheckpoint" | "checkpoint"> = {
+      append: (events) => log.append(events),
+      readPage: (options) => log.readPage(options),
+      read: (options) => log.read(options),
+      lastSeq: () => log.lastSeq(),
+      changes: () => log.changes(),
+      tail: (options) => log.tail(options),
+      close: () => log.close(),
+      saveCheckpoint: (...args) => log.saveCheckpoint(...args),
+      checkpoint: (...args) => log.checkpoint(...args),
+      appendAfter: async (expected, events) => {
+        if (!raced && events.some((e) => e.type === "notification.dispatched")) {
+          raced = true;
+          await log.append([exit("p2", "chat", start + 50)]);
+        }
+        return log.appendAfter(expected, events);
+      },
+    };
+    const turns: string[][] = [];
+    const subscription = liveTurns(racing, { pollMs: 5, fromCheckpoint: true, checkpointEvery: 0 }).subscribe((o) => o.type === "turn" && turns.push([...o.members]));
+    const deadline = Date.now() + 10_000;
+    while (turns.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 200));
+    subscription.unsubscribe();
+    expect(raced).toBe(true);
+    const events = await readAll(log);
+    // One turn, the window's; q1 still waits for tui1's next drain (the drain at seq 2 found nothing).
+    expect(turns).toEqual([["p1", "p2"]]);
+    expect(events.filter((e) => e.type === "notification.dispatched")).toHaveLength(1);
+    expect(verifyRecorded(events, replay(events).turns)).toMatchObject({ ok: true, verdict: "match" });
     await log.close();
   });
 });

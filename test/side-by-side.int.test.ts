@@ -25,9 +25,9 @@ describe("servers side by side agree on tokens", () => {
     const db = join(dir, "shared.sqlite");
     const first = await running(db);
     closers.push(() => stop(first));
-    // The second follows the log slowly: without a catch-up at the gate it would not know the token for seconds.
+    // The second follows the log slowly (its tail and its runner look every 5 s): without a catch-up at the gate it would not know the token for seconds.
     const log = await openLog(db, { pollMs: 5_000 });
-    const second = await createService({ log, producerToken });
+    const second = await createService({ log, producerToken, pipeline: { pollMs: 5_000 } });
     const url = await second.listen("127.0.0.1", 0);
     closers.push(async () => {
       await second.close();

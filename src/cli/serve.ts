@@ -80,23 +80,23 @@ export function runCommands(program: Command): void {
         const log = await openLog(options.db, { create: true, allowUnaddressed: options.allowUnaddressed ?? false });
         const say = reporter(options.json ?? false);
         // Loaded here: every other command starts without the HTTP server and the live runner.
-        const [{ createService }, { startPipeline }] = await Promise.all([import("../service/server.js"), import("../service/pipeline.js")]);
+        const { createService } = await import("../service/server.js");
+        // The runner's lines wait for the listening line: a server that cannot listen says only that.
+        const summed = catchUpSummed((e) => say({ ...e }));
+        let held: PipelineEvent[] | undefined = [];
+        // The service's live runner is its one reader of the log: it folds what the log holds
+        // before the service listens, and decides and records turns from then on.
         const service = await createService({
           log,
           producerToken,
           bodyLimit: options.bodyLimit,
           requestTimeoutMs: options.requestTimeoutMs,
           allowUnaddressed: options.allowUnaddressed ?? false,
-          unhealthy: () => {
-            const down = pipeline?.unavailable();
-            return down === undefined ? undefined : `the live runner cannot reach the log since ${new Date(down.since).toISOString()}: ${down.error}`;
-          },
           logLine: (line) => say({ event: "request", ...line }),
+          pipeline: { ...(options.url ? { sinkUrl: options.url } : {}), ...foldOptions(options), ...giveUp(options), report: (e) => (held === undefined ? summed(e) : held.push(e)) },
         });
-        // Listen before anything starts in the background: a port in use or a host that
-        // does not resolve ends the command at once, with the log closed, instead of
-        // leaving a runner going with nothing to serve.
-        let pipeline: Pipeline | undefined;
+        // A port in use or a host that does not resolve ends the command at once, with the
+        // runner stopped and the log closed: nothing goes on with nothing to serve.
         let address: string;
         try {
           address = await service.listen(options.host, options.port);
@@ -106,23 +106,11 @@ export function runCommands(program: Command): void {
           if (made !== undefined) for (const file of [made, `${made}-wal`, `${made}-shm`]) rmSync(file, { force: true });
           throw listenError(options.host, options.port, error);
         }
-        const summed = catchUpSummed((e) => say({ ...e }));
-        pipeline = startPipeline({
-          log,
-          ...(options.url ? { sinkUrl: options.url } : {}),
-          ...foldOptions(options),
-          ...giveUp(options),
-          report: (e: PipelineEvent) => {
-            service.metrics.observe(e);
-            summed(e);
-          },
-        });
         say({ event: "listening", address, db: redactUrl(options.db), resumedFrom: service.resumedFrom });
-        const running = pipeline;
-        void stopped(signal).then(async () => {
-          await service.close();
-          await running.stop();
-        });
+        for (const e of held) summed(e);
+        held = undefined;
+        const running = service.pipeline;
+        void stopped(signal).then(() => service.close());
         // A pipeline that fails takes the HTTP API down with it: nothing answers as if healthy.
         running.done.catch(() => service.close());
         return finish(running, log, say);

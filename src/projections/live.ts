@@ -9,6 +9,7 @@ import { Observable } from "rxjs";
 import type { EventLog } from "../events/log.js";
 import { newestUsable, type EventStore } from "../events/store.js";
 import type { EventOf, Stored, TurnfoldEvent } from "../events/schema.js";
+import type { FoldQuery } from "../reducers/query.js";
 import { Projection, type Output, type ProjectionOptions, type ReadyItem, type StatusLine } from "./project.js";
 import { fromRecord, toRecord } from "./dispatch-record.js";
 import { backoffMs, isTransientStoreError } from "../events/transient.js";
@@ -72,6 +73,88 @@ export interface LiveOptions extends ProjectionOptions {
   readonly idleCloseMs?: number;
   /** The runner's clock, for R36 (default `Date.now`). */
   readonly now?: () => number;
+  /**
+   * Told each event of the log once, in seq order, right after the runner's fold took it
+   * (dispatch records included): the way a caller keeps a fold of its own beside the
+   * runner's without reading the log again (`serve`'s grants and lineage). An event is
+   * never told twice, also when the runner folds part of the log again.
+   */
+  readonly applied?: (event: Stored) => void;
+  /**
+   * The state a caller keeps from `applied`, checkpointed with the runner's own: written at
+   * the same seq under `kind` each time the runner keeps one, and taken up with it. With
+   * `fromCheckpoint`, the runner starts from the newest checkpoint it has both parts of, and
+   * from the log's start when it has none (the caller's part then starts empty).
+   */
+  readonly beside?: BesideState;
+  /** Kept up to date with the fold: its answers between events, and how far it has read (see `FoldPosition`). */
+  readonly position?: FoldPosition;
+}
+
+/** A caller's state that a live runner checkpoints beside its own (`LiveOptions.beside`). */
+export interface BesideState {
+  /** Its checkpoints' kind: name the runner's kind in it (`runnerKind`) so that a change of either is a new kind. */
+  kind(runnerKind: string): string;
+  /** The state as text, as of the last event told. */
+  save(): string;
+  /** Takes the state up from a text `save` gave; false (and nothing changed) when the text is not whole. */
+  restore(text: string): boolean;
+}
+
+/**
+ * Where a live runner's fold stands, for a caller that asks it questions between events
+ * (`serve`'s routes judge an act by it): the fold's answers (`query`), the seq it has taken
+ * up to, and a wait for a seq that also makes a sleeping runner look at the log at once.
+ */
+export class FoldPosition {
+  #query: FoldQuery | undefined;
+  #seq = 0;
+  #waiters: { seq: number; resolve: () => void; reject: (error: Error) => void }[] = [];
+  #look: () => void = () => undefined;
+  #failure: Error | undefined;
+
+  /** The fold's answers at `seq`. Throws before the runner has started. */
+  get query(): FoldQuery {
+    if (this.#query === undefined) throw new Error("the live runner has not started");
+    return this.#query;
+  }
+
+  /** Seq of the last event the fold took. */
+  get seq(): number {
+    return this.#seq;
+  }
+
+  /** Resolves once the fold has taken every event up to `seq`; rejects when the runner stopped on an error. */
+  reached(seq: number): Promise<void> {
+    if (this.#failure) return Promise.reject(this.#failure);
+    if (seq <= this.#seq && this.#query !== undefined) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      this.#waiters.push({ seq, resolve, reject });
+      this.#look();
+    });
+  }
+
+  /** For the runner: its fold and the seq it has taken up to (a rebuild may move it back). */
+  moved(query: FoldQuery, seq: number): void {
+    this.#query = query;
+    this.#seq = seq;
+    if (this.#waiters.length === 0) return;
+    const waiters = this.#waiters;
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      if (waiters[i]!.seq <= seq) waiters.splice(i, 1)[0]!.resolve();
+    }
+  }
+
+  /** For the runner: how to make it read the log now, if it sleeps. */
+  looks(look: () => void): void {
+    this.#look = look;
+  }
+
+  /** For the runner: it stopped on `error`, and every wait fails with it. */
+  failed(error: Error): void {
+    this.#failure = error;
+    for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
+  }
 }
 
 /** The idle close that `turnfold mcp`, `serve` and `run` use unless told otherwise (R36): 7 days. */
@@ -111,6 +194,15 @@ export function liveTurns(log: EventLog, options: LiveOptions = {}): Observable<
 }
 
 async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSignal, options: LiveOptions): Promise<void> {
+  try {
+    await follow(log, emit, signal, options);
+  } catch (error) {
+    options.position?.failed(error instanceof Error ? error : new Error(String(error)));
+    throw error;
+  }
+}
+
+async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSignal, options: LiveOptions): Promise<void> {
   // The fold decides the ledger's moves with the turns; this runner records them.
   const settings: ProjectionOptions = { ...options, ledgerMoves: true };
   let projection = new Projection(settings);
@@ -153,22 +245,28 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
   const pending = new Map<string, TurnfoldEvent[]>();
   let next = 1;
   if (options.fromCheckpoint) {
-    const found = await guarded(() => newestCheckpoint(log, settings));
+    const found = await guarded(() => newestCheckpoint(log, settings, options.beside));
     if (found !== undefined) {
       base = found.base;
       projection = found.projection;
       next = found.base.seq + 1;
     }
   }
-  const checkpoints = checkpointing(store, kind, options.checkpointEvery ?? 20_000, base?.seq ?? 0);
+  const { applied, position } = options;
+  /** Every event up to here was told to `applied` (a rebuild folds again quietly, and tells nothing twice). */
+  let appliedTo = next - 1;
+  position?.moved(projection.query, next - 1);
+  const checkpoints = checkpointing(store, kind, options.checkpointEvery ?? 20_000, base?.seq ?? 0, options.beside);
   let wake: (() => void) | undefined;
   // A change that comes while the runner is reading, not sleeping, must not be lost:
   // it is remembered, and the next sleep returns at once.
   let changed = false;
-  const changes = log.changes().subscribe(() => {
+  const look = () => {
     if (wake) wake();
     else changed = true;
-  });
+  };
+  const changes = log.changes().subscribe(look);
+  position?.looks(look);
   signal.addEventListener("abort", () => changes.unsubscribe(), { once: true });
 
   const fold = (event: Stored) => {
@@ -179,10 +277,15 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
         options.recorded?.(event);
         emit(turn);
       }
-      return;
+    } else {
+      if (event.type === "delegation.dropped" || event.type === "delegation.delivered") pending.delete(`drop:${event.delegation}`);
+      decide(projection.push(event), event.at, event.seq, event.seq > quietUntil);
     }
-    if (event.type === "delegation.dropped" || event.type === "delegation.delivered") pending.delete(`drop:${event.delegation}`);
-    decide(projection.push(event), event.at, event.seq, event.seq > quietUntil);
+    if (event.seq > appliedTo) {
+      appliedTo = event.seq;
+      applied?.(event);
+    }
+    position?.moved(projection.query, event.seq);
   };
 
   // Turns decided at one point share a drainSeq; `index` tells them apart. Each ledger move
@@ -260,7 +363,8 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
         projection = fresh();
         pending.clear();
         quietUntil = next - 1;
-        next = 1;
+        next = (base?.seq ?? 0) + 1;
+        position?.moved(projection.query, next - 1);
       }
       continue;
     }
@@ -280,7 +384,7 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
     }
     options.idle?.(next - 1, { ready: (session) => projection.ready(session) });
     // Every turn decided up to here is recorded up to here: a checkpoint here loses none.
-    checkpoints.idle(next - 1, projection);
+    if (appliedTo === next - 1) checkpoints.idle(next - 1, projection);
     await sleep(options.pollMs ?? 25, signal, (w) => (wake = w));
   }
   changes.unsubscribe();
@@ -291,11 +395,24 @@ async function runLive(log: EventLog, emit: (o: Output) => void, signal: AbortSi
  * undefined when the log keeps none that suits (none yet, other settings, another version).
  * A damaged one (its checksum fails) is passed over for the one before it.
  */
-export async function newestCheckpoint(log: EventLog, settings: ProjectionOptions): Promise<{ projection: Projection; base: { readonly seq: number; readonly body: string } } | undefined> {
+export async function newestCheckpoint(log: EventLog, settings: ProjectionOptions, beside?: BesideState): Promise<{ projection: Projection; base: { readonly seq: number; readonly body: string } } | undefined> {
   const store = checkpointsOf(log);
   if (store === undefined) return undefined;
-  const found = await newestUsable(store, new Projection(settings).checkpointKind, (body) => Projection.resume(settings, body));
-  return found === undefined ? undefined : { projection: found.value, base: { seq: found.seq, body: found.body } };
+  const kind = new Projection(settings).checkpointKind;
+  const resume = (body: string) => Projection.resume(settings, body);
+  if (beside === undefined) {
+    const found = await newestUsable(store, kind, resume);
+    return found === undefined ? undefined : { projection: found.value, base: { seq: found.seq, body: found.body } };
+  }
+  // Both parts at one seq: the newest of the caller's that has the runner's beside it.
+  const besideKind = beside.kind(kind);
+  for (let part = await store.checkpoint(besideKind); part !== undefined; part = await store.checkpoint(besideKind, part.seq)) {
+    const own = await store.checkpoint(kind, part.seq + 1);
+    if (own === undefined || own.seq !== part.seq) continue;
+    const projection = resume(own.body);
+    if (projection !== undefined && beside.restore(part.body)) return { projection, base: { seq: own.seq, body: own.body } };
+  }
+  return undefined;
 }
 
 /**
@@ -325,7 +442,7 @@ export const checkpointItemsAtMost = 50_000;
  * over and over. The text is taken at once; the write goes on in the background, and one
  * that fails (a read-only file, an outage) costs only the next reader's time.
  */
-function checkpointing(store: CheckpointStore | undefined, kind: string, every: number, from: number) {
+function checkpointing(store: CheckpointStore | undefined, kind: string, every: number, from: number, beside: BesideState | undefined) {
   let last = from;
   let lastAt = performance.now();
   let cost = 0;
@@ -338,10 +455,12 @@ function checkpointing(store: CheckpointStore | undefined, kind: string, every: 
       if (projection.query.queuedItems() > checkpointItemsAtMost) return;
       const t0 = performance.now();
       const text = projection.checkpoint();
+      // The caller's part first: a runner's checkpoint found without it is passed over, not the other way.
+      const part = beside === undefined ? undefined : { kind: beside.kind(kind), text: beside.save() };
       writing = true;
       last = seq;
-      void store
-        .saveCheckpoint(kind, seq, text, Date.now())
+      void (part === undefined ? Promise.resolve() : store.saveCheckpoint(part.kind, seq, part.text, Date.now()))
+        .then(() => store.saveCheckpoint(kind, seq, text, Date.now()))
         .catch(() => undefined)
         .finally(() => {
           writing = false;

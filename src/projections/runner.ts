@@ -13,7 +13,8 @@
 import type { Subscription } from "rxjs";
 import type { DrainConsumer } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
-import { liveTurns, type LiveOptions, type LiveView } from "./live.js";
+import type { FoldQuery } from "../reducers/query.js";
+import { FoldPosition, liveTurns, type LiveOptions, type LiveView } from "./live.js";
 import type { ReadyItem } from "./project.js";
 
 /** One caller waiting for an idle point at or past `seq`, to read what waits for `session` there. */
@@ -49,23 +50,54 @@ export class LiveRunner {
   #ready: readonly ReadyItem[] = [];
   #failure: Error | undefined;
   #subscription: Subscription | undefined;
+  readonly #position = new FoldPosition();
 
   private constructor(log: EventStore, owner: RunnerOwner | undefined) {
     this.#log = log;
     this.#owner = owner;
   }
 
-  /** Starts deciding and recording on `log` with `options`, for `owner`'s session when given. */
-  static start(log: EventStore, options: LiveOptions, owner?: RunnerOwner): LiveRunner {
+  /**
+   * Starts deciding and recording on `log` with `options`, for `owner`'s session when given.
+   * `failed` is told the error the runner stops on, if it does (as `owner.failed` is).
+   */
+  static start(log: EventStore, options: LiveOptions, owner?: RunnerOwner, failed?: (error: Error) => void): LiveRunner {
     const runner = new LiveRunner(log, owner);
-    runner.#subscription = liveTurns(log, { ...options, idle: (seq, view) => runner.#idle(seq, view) }).subscribe({
+    const idle = options.idle;
+    runner.#subscription = liveTurns(log, {
+      ...options,
+      position: runner.#position,
+      idle: (seq, view) => {
+        runner.#idle(seq, view);
+        idle?.(seq, view);
+      },
+    }).subscribe({
       error: (error: unknown) => {
         runner.#failure = error instanceof Error ? error : new Error(String(error));
         for (const waiter of runner.#waiters.splice(0)) waiter.reject(runner.#failure);
         owner?.failed?.(runner.#failure);
+        failed?.(runner.#failure);
       },
     });
     return runner;
+  }
+
+  /** The fold's answers at the last event it took (see `folded`): for judging an act between events. */
+  get query(): FoldQuery {
+    return this.#position.query;
+  }
+
+  /** Seq of the last event the fold took. */
+  get folded(): number {
+    return this.#position.seq;
+  }
+
+  /**
+   * Resolves once the fold has taken every event up to `seq` (a runner asleep is woken to
+   * read at once), without waiting for its decisions to be recorded (`caughtUp` does).
+   */
+  reached(seq: number): Promise<void> {
+    return this.#position.reached(seq);
   }
 
   /** What waited for the owner's session at the last idle point, in log order. */

@@ -77,7 +77,7 @@ export interface DirectoryState {
 export class SessionDirectory {
   readonly #grants = new Map<string, Grant>();
   readonly #grantsOf = new Map<string, Set<string>>();
-  readonly #query: FoldQuery;
+  readonly #source: { readonly query: FoldQuery };
   readonly #known = new Set<string>();
   /** Per key: grants issued before this seq no longer reach it at all. */
   readonly #revokedBefore = new Map<string, number>();
@@ -85,9 +85,9 @@ export class SessionDirectory {
   /** The session each key reports to, as its latest opening said (a successor keeps its predecessor's). */
   readonly #parent = new Map<string, string>();
 
-  /** `query` answers for the fold that the service steps with the same events, in the same order. */
-  constructor(query: FoldQuery) {
-    this.#query = query;
+  /** `source.query` answers for the fold that the directory is told the same events after, in the same order. */
+  constructor(source: { readonly query: FoldQuery }) {
+    this.#source = source;
   }
 
   /** What the directory holds, as plain JSON (for the service's checkpoint: `DirectoryState`). */
@@ -101,15 +101,13 @@ export class SessionDirectory {
     };
   }
 
-  /** A directory that goes on from `state` (what `state()` gave), answering with `query`'s lineage. */
-  static restore(query: FoldQuery, state: DirectoryState): SessionDirectory {
-    const directory = new SessionDirectory(query);
-    for (const [hash, session, seq] of state.grants) directory.#grant(hash, session, seq);
-    for (const key of state.known) directory.#known.add(key);
-    for (const [key, seq] of state.revokedBefore) directory.#revokedBefore.set(key, seq);
-    for (const [key, surface] of state.surface) directory.#surface.set(key, surface);
-    for (const [key, parent] of state.parent) directory.#parent.set(key, parent);
-    return directory;
+  /** Takes up `state` (what `state()` gave) in a directory that holds nothing yet. */
+  restore(state: DirectoryState): void {
+    for (const [hash, session, seq] of state.grants) this.#grant(hash, session, seq);
+    for (const key of state.known) this.#known.add(key);
+    for (const [key, seq] of state.revokedBefore) this.#revokedBefore.set(key, seq);
+    for (const [key, surface] of state.surface) this.#surface.set(key, surface);
+    for (const [key, parent] of state.parent) this.#parent.set(key, parent);
   }
 
   /** Folds one event of the log. */
@@ -204,6 +202,6 @@ export class SessionDirectory {
 
   /** The keys of a lineage from `key` on, as the fold has it: the key, its successor, and so on. */
   lineageFrom(key: string): string[] {
-    return this.#query.lineageFrom(key);
+    return this.#source.query.lineageFrom(key);
   }
 }

@@ -1,21 +1,22 @@
 /**
- * Who owns what, for `turnfold serve`: the fold itself. The service steps a `Fold` with
- * every event of the log, in seq order (the follower's), so its answers are the ones the
- * fold that decides turns gives at the same point: who owns a process (R11, R35), where a
- * key's lineage leads (R14), whether a key is live, whether a handoff would take effect.
- * Nothing here computes ownership or lineage; it asks `FoldQuery`.
+ * Who owns what, for `turnfold serve`: the fold itself, the live runner's. The service asks
+ * the one fold that decides turns (`LiveRunner.query`), at the event it has reached: who owns
+ * a process (R11, R35), where a key's lineage leads (R14), whether a key is live, whether a
+ * handoff would take effect. Nothing here computes ownership or lineage; it asks `FoldQuery`.
+ * What it keeps of its own, told each event by the runner, is each key's predecessors.
  *
  * What it adds is the one filter every read route applies (`sees`): a caller sees what
  * belongs to its own key and the keys that continue it, and nothing else, whatever the route.
  */
 import type { Stored } from "../events/schema.js";
 import type { Explanation, ItemStory } from "../projections/explain.js";
-import type { Decisions, Fate } from "../reducers/decisions.js";
-import { Fold } from "../reducers/fold.js";
+import type { Fate } from "../reducers/decisions.js";
 import type { FoldQuery } from "../reducers/query.js";
 
-/** The service decides no turns: the live runner does, and records them. */
-const noDecisions: Decisions = { dispatch: () => undefined, overBudget: () => undefined };
+/** Where the fold's answers come from: the live runner, at the event it has reached. */
+export interface FoldSource {
+  readonly query: FoldQuery;
+}
 
 /** The session a fate places an item with, if it names one. */
 function placedWith(fate: Fate): string | undefined {
@@ -43,52 +44,40 @@ function placedWith(fate: Fate): string | undefined {
   }
 }
 
-/** What an authority holds: its fold's checkpoint text and each key's predecessors. */
-export interface AuthorityState {
-  readonly fold: string;
-  readonly predecessors: readonly (readonly [string, readonly string[]])[];
-}
+/** What an authority keeps of its own, for the service's checkpoint: each key's predecessors. */
+export type AuthorityState = readonly (readonly [string, readonly string[]])[];
 
 export class Authority {
-  readonly #fold: Fold;
-  /** Read-only answers of the fold, at the last event applied. */
-  readonly query: FoldQuery;
+  readonly #source: FoldSource;
   /** Each key's predecessors (the keys whose compression into it took effect), to find a conversation's keys. */
   readonly #predecessors = new Map<string, string[]>();
 
-  constructor(fold: Fold = new Fold()) {
-    this.#fold = fold;
-    this.query = fold.query;
+  constructor(source: FoldSource) {
+    this.#source = source;
   }
 
-  /** The authority's state as plain JSON, for the service's checkpoint. */
+  /** Read-only answers of the fold, at the last event it took. */
+  get query(): FoldQuery {
+    return this.#source.query;
+  }
+
+  /** What the authority keeps, as plain JSON (for the service's checkpoint). */
   state(): AuthorityState {
-    return { fold: this.#fold.checkpoint(), predecessors: [...this.#predecessors] };
+    return [...this.#predecessors];
   }
 
-  /** An authority that goes on from `state`; undefined when its fold's checkpoint is not one this turnfold can use. */
-  static restore(state: AuthorityState): Authority | undefined {
-    const fold = Fold.resume({}, state.fold);
-    if (fold === undefined) return undefined;
-    const authority = new Authority(fold);
-    for (const [key, before] of state.predecessors) authority.#predecessors.set(key, [...before]);
-    return authority;
+  /** Takes up what `state()` gave, in place of what it kept. */
+  restore(state: AuthorityState): void {
+    this.#predecessors.clear();
+    for (const [key, before] of state) this.#predecessors.set(key, [...before]);
   }
 
-  /** Which checkpoints of a fold the authority can use: the default settings' (it decides no turn, so it keeps none of the runner's limits). */
-  get checkpointKind(): string {
-    return this.#fold.checkpointKind;
-  }
-
-  /** Steps the fold with the next event of the log. */
+  /** Told the next event of the log, once the fold has taken it: a compression that took effect makes a predecessor. */
   apply(event: Stored): void {
-    const compressed = event.type === "session.compressed" && this.query.successorOf(event.session) === undefined;
-    this.#fold.step(event, noDecisions);
-    if (compressed && this.query.successorOf(event.session) === event.successor) {
-      const before = this.#predecessors.get(event.successor);
-      if (before) before.push(event.session);
-      else this.#predecessors.set(event.successor, [event.session]);
-    }
+    if (event.type !== "session.compressed" || this.query.successorOf(event.session) !== event.successor) return;
+    const before = this.#predecessors.get(event.successor);
+    if (before === undefined) this.#predecessors.set(event.successor, [event.session]);
+    else if (!before.includes(event.session)) before.push(event.session);
   }
 
   /**

@@ -1,6 +1,6 @@
 /**
  * What the routes of `turnfold serve` share: the options, the log and the parts built on
- * it (the directory of grants, the fold's authority, the follower, the stream registry,
+ * it (the live runner, the directory of grants, the fold's authority, the stream registry,
  * the metrics), the ways to append (plain, and an act the fold must honour), and the
  * gates a request passes (a token that may call the route, a key that is live).
  */
@@ -10,7 +10,8 @@ import type { TurnfoldEvent } from "../events/schema.js";
 import type { FoldQuery } from "../reducers/query.js";
 import { bearer, sameSecret, sessionToken, type SessionDirectory, type Token } from "./auth.js";
 import type { Authority } from "./authority.js";
-import type { LogFollower } from "./follow.js";
+import type { LiveRunner } from "../projections/runner.js";
+import type { PipelineOptions } from "./pipeline.js";
 import { HttpError, noSuchSession } from "./http.js";
 import type { ServiceMetrics } from "./metrics.js";
 import type { StreamRegistry } from "./streams.js";
@@ -25,11 +26,17 @@ export interface ServiceOptions {
   /** Time to receive a whole request (headers and body), in ms. Default 10,000. */
   readonly requestTimeoutMs?: number;
   /**
-   * Keep a checkpoint of what the server folds (grants, ownership, lineage) in the log once
-   * this many events were applied since the last, so the next start reads only what came
-   * after it. Default 20,000; 0: never.
+   * Keep a checkpoint of what the server folds (the runner's fold, grants, lineage) in the
+   * log once this many events were folded since the last, so the next start reads only what
+   * came after it. Default 20,000; 0: never.
    */
   readonly checkpointEvery?: number;
+  /**
+   * The live runner the service starts on its log, which decides and records turns and is
+   * the one reader of the log in the service: the pipeline's settings (a sink, the fold's
+   * limits, its reports). Default: record only, and report nothing beyond `/metrics`.
+   */
+  readonly pipeline?: Omit<PipelineOptions, "log" | "report" | "applied" | "beside" | "checkpointEvery"> & Partial<Pick<PipelineOptions, "report">>;
   /** Time to receive the headers, in ms. Default 5,000. */
   readonly headersTimeoutMs?: number;
   /** Open turn streams at most; more get 503. Default 10,000. */
@@ -42,8 +49,6 @@ export interface ServiceOptions {
    * Default false: such an event is refused with 400, naming the field.
    */
   readonly allowUnaddressed?: boolean;
-  /** Why the service is not healthy beyond what it sees itself (the live runner's outage), or undefined. */
-  readonly unhealthy?: () => string | undefined;
   /** One line per request (method, route, status, time): never a header or a body. */
   readonly logLine?: (line: { readonly method: string; readonly route: string; readonly status: number; readonly ms: number }) => void;
 }
@@ -72,7 +77,10 @@ export interface ServiceContext {
   readonly directory: SessionDirectory;
   /** The fold, asked: ownership, lineage, liveness, and the one filter of what a caller sees. */
   readonly authority: Authority;
-  readonly follower: LogFollower;
+  /** The one reader of the log: the live runner, whose fold the authority asks; wait on it to see an append folded. */
+  readonly runner: LiveRunner;
+  /** Why the service is not healthy (the live runner cannot reach the log), or undefined. */
+  unhealthy(): string | undefined;
   readonly streams: StreamRegistry;
   readonly metrics: ServiceMetrics;
   /** Appends events, counts them, and resolves once the service's fold has applied them. */

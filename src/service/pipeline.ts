@@ -4,11 +4,11 @@
  * a turn is recorded by a conditional append, so only one runner's record of it lands,
  * and a sink receives each record with its idempotency key.
  */
-import type { Subscription } from "rxjs";
-import type { Budget } from "../events/schema.js";
+import type { Budget, Stored } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
 import { fromRecord } from "../projections/dispatch-record.js";
-import { liveTurns } from "../projections/live.js";
+import type { BesideState, LiveOptions } from "../projections/live.js";
+import { LiveRunner } from "../projections/runner.js";
 import { httpSink } from "../sinks/http.js";
 import { relay } from "../sinks/relay.js";
 import type { DispatchedTurn, TurnSink } from "../sinks/sink.js";
@@ -61,6 +61,14 @@ export interface PipelineOptions {
   readonly giveUpAfterMs?: number;
   /** R36: close sessions idle this long (ms), as recorded events. Default: never. */
   readonly idleCloseMs?: number;
+  /** The longest the runner sleeps when caught up before it reads the log again, when no change woke it (ms; see `LiveOptions.pollMs`). Default 25. */
+  readonly pollMs?: number;
+  /** Keep a checkpoint of the fold once this many events were folded since the last (see `LiveOptions.checkpointEvery`). Default 20,000; 0: never. */
+  readonly checkpointEvery?: number;
+  /** Told each event once, in order, after the runner's fold took it (see `LiveOptions.applied`): `serve` keeps its grants this way. */
+  readonly applied?: (event: Stored) => void;
+  /** What the `applied` caller keeps, checkpointed with the runner's fold (see `LiveOptions.beside`). */
+  readonly beside?: BesideState;
 }
 
 /** A running pipeline: `stop()` finishes the delivery in flight, records nothing half-done, and resolves. */
@@ -72,6 +80,8 @@ export interface Pipeline {
   readonly done: Promise<void>;
   /** The log's outage in progress, if any: since when (ms since the epoch) and why. */
   readonly unavailable: () => { readonly since: number; readonly error: string } | undefined;
+  /** The one runner that follows the log: its fold can be asked between events, and waited for. */
+  readonly runner: LiveRunner;
 }
 
 /** Starts the live runner and, with a sink, the relay. */
@@ -91,7 +101,7 @@ export function startPipeline(options: PipelineOptions): Pipeline {
     (last) => (liveFrom = last),
     () => undefined,
   );
-  const subscription: Subscription = liveTurns(log, {
+  const runner = LiveRunner.start(log, {
     // The service serves the present: turns recorded before the log's checkpoint are history, not news.
     fromCheckpoint: true,
     onUnavailable: (error) => {
@@ -102,8 +112,7 @@ export function startPipeline(options: PipelineOptions): Pipeline {
       unavailable = undefined;
       report({ event: "db-recovered", downMs });
     },
-    ...(options.giveUpAfterMs !== undefined ? { giveUpAfterMs: options.giveUpAfterMs } : {}),
-    ...(options.idleCloseMs !== undefined ? { idleCloseMs: options.idleCloseMs } : {}),
+    ...passedOn(options),
     recorded: (record) => {
       const turn = fromRecord(record);
       // Decided by a drain already in the log at the start: part of the catch-up.
@@ -117,12 +126,11 @@ export function startPipeline(options: PipelineOptions): Pipeline {
       if (caughtUp || seq < liveFrom) return;
       caughtUp = true;
       report({ event: "caught-up", folded: seq, turns: caughtUpTurns });
-    }, ...(options.budget ? { budget: options.budget } : {}), ...(options.outputTail !== undefined ? { outputTail: options.outputTail } : {}), ...(options.staleAfterMs !== undefined ? { staleAfterMs: options.staleAfterMs } : {}) }).subscribe({
-    // The error is handed on before stopping: once stopped, `done` is settled.
-    error: (error: unknown) => {
-      settle.reject(error);
-      void stop();
     },
+  }, undefined, (error) => {
+    // The error is handed on before stopping: once stopped, `done` is settled.
+    settle.reject(error);
+    void stop();
   });
   const lag = setInterval(() => {
     void lagLine(log, folded, backlog).then(report, () => undefined);
@@ -145,14 +153,21 @@ export function startPipeline(options: PipelineOptions): Pipeline {
   const stop = () => {
     stopping ??= (async () => {
       clearInterval(lag);
-      subscription.unsubscribe();
+      runner.stop();
       controller.abort();
       await relaying;
       settle.resolve();
     })();
     return stopping;
   };
-  return { folded: () => folded, stop, done, unavailable: () => unavailable };
+  return { folded: () => folded, stop, done, unavailable: () => unavailable, runner };
+}
+
+/** The runner's settings a pipeline passes on as it was given them (those it was given). */
+function passedOn(options: PipelineOptions): LiveOptions {
+  const { giveUpAfterMs, idleCloseMs, checkpointEvery, pollMs, applied, beside, budget, outputTail, staleAfterMs } = options;
+  const given = { giveUpAfterMs, idleCloseMs, checkpointEvery, pollMs, applied, beside, budget, outputTail, staleAfterMs };
+  return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined)) as LiveOptions;
 }
 
 /** How far the live runner is behind the log, and (with a relay) how much waits for the sink. */

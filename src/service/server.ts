@@ -5,9 +5,10 @@
  * Server-Sent Events, resumable with `Last-Event-ID`. A session that is not yours and a
  * session that does not exist get the same answer. Tokens never reach a log line.
  *
- * The parts: `http.ts` (the fastify instance and the error shape), `auth.ts` (tokens and
- * grants), `follow.ts` (catch-up and tail), `streams.ts` (the open turn streams),
- * `metrics.ts`, and the routes per resource in `routes/`.
+ * The parts: `pipeline.ts` (the live runner, the one reader of the log: it decides and
+ * records turns, and tells the service each event it folds), `http.ts` (the fastify
+ * instance and the error shape), `auth.ts` (tokens and grants), `streams.ts` (the open
+ * turn streams), `metrics.ts`, and the routes per resource in `routes/`.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { TurnfoldEvent } from "../events/schema.js";
@@ -15,7 +16,6 @@ import type { FoldQuery } from "../reducers/query.js";
 import { bearer, sameSecret, SessionDirectory, sessionToken } from "./auth.js";
 import { Authority } from "./authority.js";
 import { requireProducer, requireSession, type RouteAccess, type ServiceContext, type ServiceOptions, type SessionRequest } from "./context.js";
-import { LogFollower } from "./follow.js";
 import { createApp, HttpError } from "./http.js";
 import { ServiceMetrics } from "./metrics.js";
 import { eventRoutes } from "./routes/events.js";
@@ -25,8 +25,8 @@ import { healthRoutes } from "./routes/health.js";
 import { sessionRoutes } from "./routes/sessions.js";
 import { turnRoutes } from "./routes/turns.js";
 import { StreamRegistry } from "./streams.js";
-import { encodeService, newestServiceCheckpoint, serviceCheckpointKind } from "./checkpoint.js";
-import { checkpointItemsAtMost } from "../projections/live.js";
+import { serviceState } from "./checkpoint.js";
+import { startPipeline, type Pipeline } from "./pipeline.js";
 
 export type { ServiceOptions } from "./context.js";
 
@@ -37,8 +37,10 @@ export interface Service {
   readonly metrics: ServiceMetrics;
   /** Every route this service answers, and who may call it (`public`, `producer`, `session`; none: closed). */
   readonly routes: readonly { readonly method: string; readonly url: string; readonly access: RouteAccess | undefined }[];
-  /** The seq of the service checkpoint it started from (0: it folded the log from the start). */
+  /** The seq of the checkpoint it started from (0: it folded the log from the start). */
   readonly resumedFrom: number;
+  /** The live runner and the relay it started on the log (`close` stops them). */
+  readonly pipeline: Pipeline;
   /** Starts listening; resolves to the address (`http://host:port`). */
   listen(host: string, port: number): Promise<string>;
   close(): Promise<void>;
@@ -47,17 +49,17 @@ export interface Service {
 /** Conditional appends an act may lose to other writers in a row before it answers 503. */
 const actAttempts = 50;
 
-/** Builds the service: catches up with the log, then follows it. */
+/** Builds the service: starts its live runner on the log and resolves once the runner has folded what the log held. */
 export async function createService(options: ServiceOptions): Promise<Service> {
   const { log } = options;
   const metrics = new ServiceMetrics();
   const streams = new StreamRegistry((open) => metrics.openStreams.set(open));
-  const { authority, directory, follower, resumedFrom } = await follow(log, streams);
-  const checkpoints = keepServiceCheckpoints(log, authority, directory, follower, resumedFrom, options.checkpointEvery ?? 20_000);
+  const { pipeline, authority, directory, resumedFrom } = await follow(options, streams, metrics);
+  const { runner } = pipeline;
   const appended = async (events: readonly TurnfoldEvent[], seqs: readonly number[]) => {
     metrics.eventsAppended.inc(events.length);
-    // What this server appended counts for its next request: its fold has applied it.
-    await follower.appliedUpTo(seqs[seqs.length - 1] ?? 0);
+    // What this server appended counts for its next request: its fold has taken it.
+    await runner.reached(seqs[seqs.length - 1] ?? 0);
     return seqs;
   };
   // One writer of this server at a time: a session act reads the log's end, judges and
@@ -77,8 +79,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       // for the tail's next look. Only another process's appends can make it lose now.
       const result = await oneWriter(async () => {
         // The fold as far as the log reaches now; the append holds only if nothing came since.
-        await follower.catchUp(log);
-        const end = follower.applied;
+        await runner.reached(await log.lastSeq());
+        const end = runner.folded;
         judge(authority.query);
         const events = build();
         return { events, outcome: await log.appendAfter(end, events) };
@@ -88,7 +90,7 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     throw new HttpError(503, { error: "the log changed under this request too many times in a row; nothing was appended, send it again" });
   };
   const app = createApp(options);
-  const context: ServiceContext = { app, options, log, directory, authority, follower, streams, metrics, append, appended, act, oneWriter };
+  const context: ServiceContext = { app, options, log, directory, authority, runner, unhealthy: () => outage(pipeline), streams, metrics, append, appended, act, oneWriter };
   const routes: { method: string; url: string; access: RouteAccess | undefined }[] = [];
   app.addHook("onRoute", (route) => {
     for (const method of [route.method].flat()) routes.push({ method, url: route.url, access: (route.config as { access?: RouteAccess } | undefined)?.access });
@@ -108,63 +110,64 @@ export async function createService(options: ServiceOptions): Promise<Service> {
       return app.listen({ host, port });
     },
     resumedFrom,
+    pipeline,
     async close() {
-      clearInterval(checkpoints);
-      follower.stop();
       streams.endAll();
       await app.close();
+      await pipeline.stop();
     },
   };
 }
 
 /**
- * What a server folds, caught up with the log: from the newest checkpoint of it the log
- * keeps, else from the start. Then each new event is applied as it comes, and each new
- * record goes to the streams of its session and of every key that session continues.
+ * The service's one reader of the log: the live runner, from the newest checkpoint that holds
+ * the service's part too (else from the start). The runner tells each event it folds, and
+ * each goes to the authority and the directory, and each new record to the streams of its
+ * session and of every key that session continues. Resolves once the runner has folded the
+ * log as it ended at the start.
  */
-async function follow(log: ServiceOptions["log"], streams: StreamRegistry): Promise<{ authority: Authority; directory: SessionDirectory; follower: LogFollower; resumedFrom: number }> {
-  const restored = await newestServiceCheckpoint(log);
-  const authority = restored?.authority ?? new Authority();
-  const directory = restored?.directory ?? new SessionDirectory(authority.query);
-  const resumedFrom = restored?.seq ?? 0;
-  const follower = await LogFollower.start(
+async function follow(options: ServiceOptions, streams: StreamRegistry, metrics: ServiceMetrics): Promise<{ pipeline: Pipeline; authority: Authority; directory: SessionDirectory; resumedFrom: number }> {
+  const { log } = options;
+  // The runner is asked only once it has started (the routes wait for it below).
+  const authority = new Authority({
+    get query() {
+      return pipeline.runner.query;
+    },
+  });
+  const directory = new SessionDirectory(authority);
+  const report = options.pipeline?.report;
+  let resumedFrom: number | undefined;
+  const pipeline: Pipeline = startPipeline({
+    ...options.pipeline,
     log,
-    (event) => {
+    checkpointEvery: options.checkpointEvery ?? 20_000,
+    beside: serviceState(authority, directory),
+    applied: (event) => {
+      resumedFrom ??= event.seq - 1;
       authority.apply(event);
       directory.apply(event);
       if (event.type === "session.opened" && event.tokenHash !== undefined && event.keepTokens !== true) streams.revalidate();
       if (event.type === "notification.dispatched") streams.publish(event, authority.audienceOf(event.session));
       if (event.type === "session.closed") streams.sessionsEnded();
     },
-    resumedFrom,
-  );
-  return { authority, directory, follower, resumedFrom };
+    report: (event) => {
+      metrics.observe(event);
+      report?.(event);
+    },
+  });
+  try {
+    await Promise.race([pipeline.runner.reached(await log.lastSeq()), pipeline.done]);
+  } catch (error) {
+    await pipeline.stop();
+    throw error;
+  }
+  return { pipeline, authority, directory, resumedFrom: resumedFrom ?? pipeline.runner.folded };
 }
 
-/**
- * Keeps the service's checkpoint: at once when the catch-up folded `every` events or more
- * past the last one, then whenever a look (every few seconds) finds that many applied since.
- * The text is taken between two events (the follower applies each synchronously); the write
- * goes on in the background, and one that fails costs only the next start's time.
- */
-function keepServiceCheckpoints(log: ServiceOptions["log"], authority: Authority, directory: SessionDirectory, follower: LogFollower, from: number, every: number): NodeJS.Timeout | undefined {
-  if (every <= 0) return undefined;
-  let last = from;
-  let writing = false;
-  const look = () => {
-    const seq = follower.applied;
-    if (writing || seq - last < every || authority.query.queuedItems() > checkpointItemsAtMost) return;
-    writing = true;
-    last = seq;
-    void log
-      .saveCheckpoint(serviceCheckpointKind(authority), seq, encodeService(authority, directory), Date.now())
-      .catch(() => undefined)
-      .finally(() => (writing = false));
-  };
-  look();
-  const timer = setInterval(look, 5_000);
-  timer.unref();
-  return timer;
+/** Why a service is not healthy: its runner cannot reach the log. */
+function outage(pipeline: Pipeline): string | undefined {
+  const down = pipeline.unavailable();
+  return down === undefined ? undefined : `the live runner cannot reach the log since ${new Date(down.since).toISOString()}: ${down.error}`;
 }
 
 /**
@@ -220,6 +223,6 @@ async function requireKnownSession(context: ServiceContext, request: SessionRequ
 async function catchUpForToken(context: ServiceContext): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, catchUpForTokenMs)));
-  await Promise.race([context.follower.catchUp(context.log).catch(() => undefined), late]);
+  await Promise.race([context.log.lastSeq().then((end) => context.runner.reached(end)).catch(() => undefined), late]);
   clearTimeout(timer);
 }

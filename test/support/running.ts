@@ -1,8 +1,8 @@
-/** An in-process `serve` with its live runner beside it, on loopback HTTP, for the service tests that run over SQLite and PostgreSQL alike. */
+/** An in-process `serve` (with the live runner it starts), on loopback HTTP, for the service tests that run over SQLite and PostgreSQL alike. */
 import { afterAll, beforeAll, expect } from "vitest";
 import type { EventStore } from "../../src/events/store.js";
 import { openLog } from "../../src/open.js";
-import { startPipeline, type Pipeline } from "../../src/service/pipeline.js";
+import type { Pipeline } from "../../src/service/pipeline.js";
 import { createService, type Service } from "../../src/service/server.js";
 import { call, producerToken } from "./serve.js";
 
@@ -13,18 +13,16 @@ export interface Running {
   readonly url: string;
 }
 
-/** Opens the log at `target`, serves it on a free port and starts the live runner. */
+/** Opens the log at `target` and serves it on a free port. */
 export async function running(target: string): Promise<Running> {
   const log = await openLog(target, { pollMs: 5 });
   const service = await createService({ log, producerToken });
   const url = await service.listen("127.0.0.1", 0);
-  const pipeline = startPipeline({ log, report: () => undefined });
-  return { log, service, pipeline, url };
+  return { log, service, pipeline: service.pipeline, url };
 }
 
-/** Stops the runner, the server and the log. */
+/** Stops the server (and its runner) and the log. */
 export async function stop(r: Running): Promise<void> {
-  await r.pipeline.stop();
   await r.service.close();
   await r.log.close();
 }

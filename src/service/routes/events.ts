@@ -77,7 +77,7 @@ function idempotencyKey(header: string | string[] | undefined): string | undefin
 
 /** Registers the events route. */
 export function eventRoutes(context: ServiceContext): void {
-  const { app, log, authority, follower, options } = context;
+  const { app, log, authority, runner, options } = context;
   app.post("/v1/events", routeConfig("producer"), async (request, reply) => {
     const body = request.body;
     const key = idempotencyKey(request.headers["idempotency-key"]);
@@ -92,7 +92,7 @@ export function eventRoutes(context: ServiceContext): void {
     if (denied.length > 0) throw new HttpError(403, { error: `${denied.length} event${denied.length === 1 ? "" : "s"} a producer may not append; nothing was appended`, problems: denied });
     // The owners this batch leans on may have been appended by another server just now.
     const leans = body.some((event) => unaddressedField(event, (process) => authority.query.ownerOf(process) !== undefined) !== undefined || (event as { type?: unknown }).type === "delegation.dispatched");
-    if (leans) await follower.appliedUpTo(await log.lastSeq());
+    if (leans) await runner.reached(await log.lastSeq());
     const problems = [...longKeys(body), ...(options.allowUnaddressed ? [] : ownerProblems(body, authority.query)), ...(await takenDelegations(context, body))];
     if (problems.length > 0) throw refused(problems.sort((a, b) => a.index - b.index));
     if (key === undefined) return { seqs: await rejectInvalid(() => context.append(body as TurnfoldEvent[])) };

@@ -10,7 +10,7 @@ import { closed, endIfOver, sendPaced, type Stream } from "../streams.js";
 
 /** Registers the turn stream route. */
 export function turnRoutes(context: ServiceContext): void {
-  const { app, log, options, streams, follower } = context;
+  const { app, log, options, streams, runner } = context;
   app.get<{ Params: { key: string } }>("/v1/sessions/:key/turns", routeConfig("session"), async (request, reply) => {
     const reader = requireReader(context, request);
     const key = reader.key;
@@ -41,7 +41,7 @@ export function turnRoutes(context: ServiceContext): void {
     // Catch up from the log, with every lineage known up to its end; live records that
     // came meanwhile follow, none twice (each goes only past the last seq sent).
     const upTo = await log.lastSeq();
-    await follower.appliedUpTo(upTo);
+    await runner.reached(upTo);
     catchUp: for await (const page of readPages((o) => log.readPage(o), { from: from + 1, type: "notification.dispatched" })) {
       for (const record of page) {
         if (closed(stream)) return;
