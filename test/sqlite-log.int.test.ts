@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { firstValueFrom, take, toArray } from "rxjs";
 import { isLogError, openSqliteLog, type SqliteLog, type Stored } from "../src/events/index.js";
 import { ledgerOf } from "../src/ledger/projection.js";
+import { assertWritable } from "../src/events/validate.js";
 import { openLog as openAny, type OpenLogOptions } from "../src/open.js";
 
 const openLog = (path: string, options?: OpenLogOptions) => openAny(path, options) as Promise<SqliteLog>;
@@ -190,6 +191,21 @@ describe("sqlite log file", () => {
     expect(await sessions(7)).toEqual(["7:a7"]);
     listening.unsubscribe();
     await Promise.all([mine.close(), other.close()]);
+  });
+
+  it("a batch checked whole by assertWritable (serve's event route) is not checked again by the append of that array, and only by that one append", async () => {
+    const log = await openLog(fresh());
+    const batch: Record<string, unknown>[] = [{ ...drainEvent("a") }];
+    assertWritable(batch);
+    // Changed after the check, against assertWritable's contract: the append takes it as checked, which shows it did not check again.
+    batch[0]!["consumer"] = 7;
+    expect(await log.append(batch as never)).toEqual([1]);
+    // The mark went with that append: the same array appended again is checked, and refused.
+    await expect(log.append(batch as never)).rejects.toMatchObject({ code: "invalid-events" });
+    // A batch never marked is checked as always.
+    await expect(log.append([{ ...drainEvent("b"), consumer: 7 }] as never)).rejects.toMatchObject({ code: "invalid-events" });
+    expect((await log.readPage()).length).toBe(1);
+    await log.close();
   });
 
   it("keeps events across a close and reopen", async () => {

@@ -161,13 +161,35 @@ export function assertStorableIds(events: readonly TurnfoldEvent[]): void {
 }
 
 /**
- * What an adapter writes: the batch checked (`assertValidEvents`), then each event with
+ * Batches checked whole by `assertWritable` and not appended yet: the append that takes one
+ * of them does not check it a second time (the mark goes with that append). Only code that
+ * checks a batch and appends that same array next, changing nothing in between, marks one:
+ * `serve`'s event route, which must read the events before it appends them.
+ */
+const checkedBatches = new WeakSet<readonly unknown[]>();
+
+/**
+ * Checks a batch as an append will (`assertValidEvents`, `assertStorableIds`), and marks it
+ * so that the next append of this very array does not do it again. Change nothing in the
+ * batch before appending it.
+ */
+export function assertWritable(events: readonly unknown[]): asserts events is readonly TurnfoldEvent[] {
+  assertValidEvents(events);
+  assertStorableIds(events as readonly TurnfoldEvent[]);
+  checkedBatches.add(events);
+}
+
+/**
+ * What an adapter writes: the batch checked (`assertValidEvents`, unless `assertWritable`
+ * checked this array just before), then each event with
  * its secrets redacted (`redactEvent`), unless the log was opened with redaction off. With
  * the log's `OutputContext`, chunked output is redacted with what came before it.
  */
 export function prepareEvents(events: readonly TurnfoldEvent[], redact: Redactor | false, output?: OutputContext): readonly TurnfoldEvent[] {
-  assertValidEvents(events);
-  assertStorableIds(events);
+  if (!checkedBatches.delete(events)) {
+    assertValidEvents(events);
+    assertStorableIds(events);
+  }
   if (redact === false) return events;
   let out: TurnfoldEvent[] | undefined;
   for (let i = 0; i < events.length; i++) {

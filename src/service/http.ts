@@ -7,7 +7,7 @@
 import type { Duplex } from "node:stream";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { z } from "zod";
-import { assertValidEvents, describeIssue, formatProblem, isInvalidEventsError } from "../events/validate.js";
+import { describeIssue, formatProblem, isInvalidEventsError } from "../events/validate.js";
 import { isTransientStoreError } from "../events/transient.js";
 
 /** A refusal with its status and its JSON body. */
@@ -58,14 +58,12 @@ export function refused(problems: readonly { index: number; field: string; reaso
 }
 
 /**
- * Runs `attempt` (an append, or a check of the events alone when given the events) and
- * turns a refusal for invalid events into a 400 naming each event by index (from 0).
+ * Runs `attempt` (an append, or a check of the events alone) and turns a refusal for
+ * invalid events into a 400 naming each event by index (from 0).
  */
-export async function rejectInvalid<T>(attempt: (() => Promise<T>) | readonly unknown[]): Promise<T | undefined> {
+export async function rejectInvalid<T>(attempt: () => Promise<T> | T): Promise<T> {
   try {
-    if (typeof attempt === "function") return await attempt();
-    assertValidEvents(attempt);
-    return undefined;
+    return await attempt();
   } catch (error) {
     if (!isInvalidEventsError(error)) throw error;
     const problems = error.problems;

@@ -5,7 +5,7 @@
  * refused with 403, naming the event. A batch sent with an `Idempotency-Key` is stored once.
  */
 import type { TurnfoldEvent } from "../../events/schema.js";
-import { assertStorableIds } from "../../events/validate.js";
+import { assertWritable } from "../../events/validate.js";
 import { ledgerOf } from "../../ledger/projection.js";
 import { appendOnce } from "../../ledger/batches.js";
 import { routeConfig, type ServiceContext } from "../context.js";
@@ -84,10 +84,10 @@ export function eventRoutes(context: ServiceContext): void {
     if (!Array.isArray(body)) throw new HttpError(400, { error: "the body must be a JSON array of events, or NDJSON (one event per line)" });
     if (body.length === 0) throw new HttpError(400, { error: "no events in the body" });
     // Every event is checked before anything reads it: a value that is not an event (a
-    // null, say) is named by its index, and nothing of the batch is appended.
-    await rejectInvalid(body);
-    // Ids no database can keep apart are refused before any lookup uses them as a key.
-    await rejectInvalid(async () => assertStorableIds(body as TurnfoldEvent[]));
+    // null, say) is named by its index, and nothing of the batch is appended. Ids no
+    // database can keep apart are refused before any lookup uses them as a key. The
+    // append does not check this array again.
+    await rejectInvalid(async () => assertWritable(body));
     const denied = forbidden(body);
     if (denied.length > 0) throw new HttpError(403, { error: `${denied.length} event${denied.length === 1 ? "" : "s"} a producer may not append; nothing was appended`, problems: denied });
     // The owners this batch leans on may have been appended by another server just now.
