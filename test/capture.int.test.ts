@@ -226,10 +226,8 @@ describe("a background Bash call becomes a turnfold process of its conversation"
 
 describe("the idle wake", () => {
   const wakeOf = (c: Conversation) => c.hook({ session_id: c.key, hook_event_name: "Stop", stop_hook_active: false }, ["--wake"]);
-
-  it("two captured jobs that end 300 ms apart while the agent is idle, inside the gather the server was given (--wake-gather 5s): one wake (exit 2) carrying both, and the Stop hook hands nothing again", async () => {
-    // The default gather (100 ms) would make two wakes of these; a wide one keeps the test
-    // free of the machine's load, which once stretched 50 ms between two exits past 100.
+  /** A conversation whose server gathers for 5 s, with two captured jobs running: A (exit 3) and B, each ending when its signal goes. */
+  const twoCapturedJobs = async () => {
     const c = await conversation(["--wake-gather", "5s"]);
     const first = signal("a");
     const second = signal("b");
@@ -237,17 +235,26 @@ describe("the idle wake", () => {
       const pre = await c.hook(bashCall({ command, run_in_background: true }));
       expect((await runRewritten(c, pre.stdout)).code).toBe(0);
     }
+    return { c, first, second };
+  };
+  const expectBothInOneWake = (woke: { code: number | null; stderr: string }) => {
+    expect(woke.code, woke.stderr).toBe(2);
+    expect(woke.stderr).toMatch(/^2 background processes finished/);
+    expect(woke.stderr).toContain("JOB-A");
+    expect(woke.stderr).toContain("JOB-B");
+  };
+
+  it("two captured jobs that end 300 ms apart while the agent is idle, inside the gather the server was given (--wake-gather 5s): one wake (exit 2) carrying both, and the Stop hook hands nothing again", async () => {
+    // The default gather (100 ms) would make two wakes of these; a wide one keeps the test
+    // free of the machine's load, which once stretched 50 ms between two exits past 100.
+    const { c, first, second } = await twoCapturedJobs();
     const wake = wakeOf(c);
     await sleep(500);
     first.go();
     await exits(c, 1);
     await sleep(300);
     second.go();
-    const woke = await wake;
-    expect(woke.code, woke.stderr).toBe(2);
-    expect(woke.stderr).toMatch(/^2 background processes finished/);
-    expect(woke.stderr).toContain("JOB-A");
-    expect(woke.stderr).toContain("JOB-B");
+    expectBothInOneWake(await wake);
     expect((await c.hook({ session_id: c.key, hook_event_name: "Stop", stop_hook_active: false })).stdout).toBe("");
     const claims = (await c.events()).filter((e) => e.type === "handover.claimed");
     expect(claims.map((e) => (e as { by: { via: string } }).by.via)).toEqual(["wake"]);
@@ -266,23 +273,13 @@ describe("the idle wake", () => {
   });
 
   it("a wake whose hook reaches the server only after the first of two jobs ended (a loaded machine starts it late) still gathers the second into the same wake", async () => {
-    const c = await conversation(["--wake-gather", "5s"]);
-    const first = signal("a");
-    const second = signal("b");
-    for (const command of [`${first.wait}; echo JOB-A; exit 3`, `${second.wait}; echo JOB-B`]) {
-      const pre = await c.hook(bashCall({ command, run_in_background: true }));
-      expect((await runRewritten(c, pre.stdout)).code).toBe(0);
-    }
+    const { c, first, second } = await twoCapturedJobs();
     first.go();
     await exits(c, 1);
     const wake = wakeOf(c);
     await sleep(300);
     second.go();
-    const woke = await wake;
-    expect(woke.code, woke.stderr).toBe(2);
-    expect(woke.stderr).toMatch(/^2 background processes finished/);
-    expect(woke.stderr).toContain("JOB-A");
-    expect(woke.stderr).toContain("JOB-B");
+    expectBothInOneWake(await wake);
   });
 
   it("a --wake-gather that is not a duration stops the server before it starts, naming the option", async () => {

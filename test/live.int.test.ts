@@ -4,7 +4,7 @@ import { firstValueFrom, filter, take, toArray } from "rxjs";
 import type { TurnfoldEvent } from "../src/events/index.js";
 import { openLog, type TurnfoldLog } from "../src/open.js";
 import { readAll, type EventLog } from "../src/events/log.js";
-import { liveTurns } from "../src/projections/live.js";
+import { liveTurns, type LiveOptions } from "../src/projections/live.js";
 import { Projection } from "../src/projections/project.js";
 import { recordDispatches } from "../src/projections/record-dispatches.js";
 import { replay } from "../src/projections/replay.js";
@@ -106,6 +106,46 @@ describe("the live runner wakes on every change", () => {
   }
 });
 
+/**
+ * `log` with another writer's `events` landing just before the runner's first append of a
+ * dispatch record (so that append loses its race); `raced` says it happened.
+ */
+function racedBefore(log: TurnfoldLog, events: TurnfoldEvent[]): EventLog & Pick<TurnfoldLog, "saveCheckpoint" | "checkpoint"> & { readonly raced: boolean } {
+  let raced = false;
+  return {
+    append: (batch) => log.append(batch),
+    readPage: (options) => log.readPage(options),
+    read: (options) => log.read(options),
+    lastSeq: () => log.lastSeq(),
+    changes: () => log.changes(),
+    tail: (options) => log.tail(options),
+    close: () => log.close(),
+    saveCheckpoint: (...args) => log.saveCheckpoint(...args),
+    checkpoint: (...args) => log.checkpoint(...args),
+    appendAfter: async (expected, batch) => {
+      if (!raced && batch.some((e) => e.type === "notification.dispatched")) {
+        raced = true;
+        await log.append(events);
+      }
+      return log.appendAfter(expected, batch);
+    },
+    get raced() {
+      return raced;
+    },
+  };
+}
+
+/** The turns a runner on `log` emits until 200 ms after its first (10 s at most), each as its members. */
+async function firstTurns(log: EventLog, options: LiveOptions): Promise<string[][]> {
+  const turns: string[][] = [];
+  const subscription = liveTurns(log, options).subscribe((o) => o.type === "turn" && turns.push([...o.members]));
+  const deadline = Date.now() + 10_000;
+  while (turns.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 200));
+  subscription.unsubscribe();
+  return turns;
+}
+
 describe("a gateway window flushed on the wall clock", () => {
   it("whose record loses its conditional append is decided again from the log, so records equal replay", async () => {
     const log = await openLog("memory:");
@@ -115,30 +155,9 @@ describe("a gateway window flushed on the wall clock", () => {
     await log.append([{ type: "session.opened", at: start, session: "chat", surface: "gateway", route } as TurnfoldEvent, exit("p1", start)]);
     // Another writer's event lands just before the runner's append of its flush: it was
     // produced inside the window (event time), so the window must hold it.
-    let raced = false;
-    const racing: EventLog = {
-      append: (events) => log.append(events),
-      readPage: (options) => log.readPage(options),
-      read: (options) => log.read(options),
-      lastSeq: () => log.lastSeq(),
-      changes: () => log.changes(),
-      tail: (options) => log.tail(options),
-      close: () => log.close(),
-      appendAfter: async (expected, events) => {
-        if (!raced && events.some((e) => e.type === "notification.dispatched")) {
-          raced = true;
-          await log.append([exit("p2", start + 50)]);
-        }
-        return log.appendAfter(expected, events);
-      },
-    };
-    const turns: string[][] = [];
-    const subscription = liveTurns(racing, { pollMs: 5 }).subscribe((o) => o.type === "turn" && turns.push([...o.members]));
-    const deadline = Date.now() + 10_000;
-    while (turns.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-    await new Promise((r) => setTimeout(r, 200));
-    subscription.unsubscribe();
-    expect(raced).toBe(true);
+    const racing = racedBefore(log, [exit("p2", start + 50)]);
+    const turns = await firstTurns(racing, { pollMs: 5 });
+    expect(racing.raced).toBe(true);
     const events = await readAll(log);
     expect(turns).toEqual([["p1", "p2"]]);
     expect(verifyRecorded(events, replay(events).turns)).toEqual({ ok: true, verdict: "match", turns: 1 });
@@ -160,32 +179,9 @@ describe("a runner started from a checkpoint that must fold again", () => {
     const route = { platform: "telegram", chatType: "group", chatId: "-1" };
     await log.append([{ type: "session.opened", at: start, session: "chat", surface: "gateway", route } as TurnfoldEvent, exit("p1", "chat", start)]);
     // The window closes on the wall clock, and another writer's event lands just before its record: the runner folds again.
-    let raced = false;
-    const racing: EventLog & Pick<TurnfoldLog, "saveCheckpoint" | "checkpoint"> = {
-      append: (events) => log.append(events),
-      readPage: (options) => log.readPage(options),
-      read: (options) => log.read(options),
-      lastSeq: () => log.lastSeq(),
-      changes: () => log.changes(),
-      tail: (options) => log.tail(options),
-      close: () => log.close(),
-      saveCheckpoint: (...args) => log.saveCheckpoint(...args),
-      checkpoint: (...args) => log.checkpoint(...args),
-      appendAfter: async (expected, events) => {
-        if (!raced && events.some((e) => e.type === "notification.dispatched")) {
-          raced = true;
-          await log.append([exit("p2", "chat", start + 50)]);
-        }
-        return log.appendAfter(expected, events);
-      },
-    };
-    const turns: string[][] = [];
-    const subscription = liveTurns(racing, { pollMs: 5, fromCheckpoint: true, checkpointEvery: 0 }).subscribe((o) => o.type === "turn" && turns.push([...o.members]));
-    const deadline = Date.now() + 10_000;
-    while (turns.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-    await new Promise((r) => setTimeout(r, 200));
-    subscription.unsubscribe();
-    expect(raced).toBe(true);
+    const racing = racedBefore(log, [exit("p2", "chat", start + 50)]);
+    const turns = await firstTurns(racing, { pollMs: 5, fromCheckpoint: true, checkpointEvery: 0 });
+    expect(racing.raced).toBe(true);
     const events = await readAll(log);
     // One turn, the window's; q1 still waits for tui1's next drain (the drain at seq 2 found nothing).
     expect(turns).toEqual([["p1", "p2"]]);
