@@ -108,7 +108,8 @@ function expandSessions(written: unknown): Map<string, Session> | undefined {
   for (const [key, value] of written as Map<unknown, unknown>) {
     if (typeof key !== "string") return undefined;
     const session = freshSession(key);
-    if (value === "user" || value === "idle" || value === "timeout") session.closed = value;
+    // An ended conversation written as its close alone: the reason (the checksum vouches for it).
+    if (typeof value === "string") session.closed = value as Session["closed"];
     else if (typeof value === "object" && value !== null && !Array.isArray(value) && !(value instanceof Map) && !(value instanceof Set)) Object.assign(session, value);
     else return undefined;
     sessions.set(key, session);

@@ -87,7 +87,6 @@ export interface Pipeline {
 /** Starts the live runner and, with a sink, the relay. */
 export function startPipeline(options: PipelineOptions): Pipeline {
   const { log, report } = options;
-  let folded = 0;
   const controller = new AbortController();
   let settle: { resolve: () => void; reject: (error: unknown) => void } = { resolve: () => undefined, reject: () => undefined };
   const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
@@ -120,7 +119,6 @@ export function startPipeline(options: PipelineOptions): Pipeline {
       if (before) caughtUpTurns++;
       report({ event: "turn", seq: turn.seq, record: record.seq, session: turn.session, kind: turn.kind, members: turn.members.length, ...(before ? {} : { decidedAt: record.at }) });
     },
-    progress: (seq) => (folded = seq),
     // Idle past the start's end: every turn decided up to it is recorded.
     idle: (seq) => {
       if (caughtUp || seq < liveFrom) return;
@@ -133,7 +131,7 @@ export function startPipeline(options: PipelineOptions): Pipeline {
     void stop();
   });
   const lag = setInterval(() => {
-    void lagLine(log, folded, backlog).then(report, () => undefined);
+    void lagLine(log, runner.folded, backlog).then(report, () => undefined);
   }, options.lagEveryMs ?? 5000);
   lag.unref();
   const relaying = options.sinkUrl
@@ -160,7 +158,7 @@ export function startPipeline(options: PipelineOptions): Pipeline {
     })();
     return stopping;
   };
-  return { folded: () => folded, stop, done, unavailable: () => unavailable, runner };
+  return { folded: () => runner.folded, stop, done, unavailable: () => unavailable, runner };
 }
 
 /** The runner's settings a pipeline passes on as it was given them (those it was given). */
