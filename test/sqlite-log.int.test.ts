@@ -220,6 +220,30 @@ describe("sqlite log file", () => {
     await again.close();
   });
 
+  it("a batch longer than one insert statement keeps its order, its seqs after another writer's, each event's subject and the ledger's rows", async () => {
+    const path = fresh();
+    const log = await openLog(path);
+    await log.append([drainEvent("a")]);
+    const other = new Database(path);
+    other.prepare("INSERT INTO events (type, at, body) VALUES ('drain', 2, ?)").run(JSON.stringify(drainEvent("other", 2)));
+    other.close();
+    // 37 events: two full statements and five rows; d1's completion is in the third, its dispatch in the first.
+    const batch = Array.from({ length: 37 }, (_, i) =>
+      i === 3 ? dispatched("d1") : i === 35 ? completed("d1") : { type: "process.polled" as const, at: 10 + i, process: `p${i}` },
+    );
+    const seqs = await log.append(batch);
+    expect(seqs).toEqual(Array.from({ length: 37 }, (_, i) => 3 + i));
+    const stored = await log.readPage({ from: 3 });
+    expect(stored.map((e) => [e.seq, e.type, "process" in e ? e.process : "delegation" in e ? e.delegation : undefined])).toEqual(
+      batch.map((e, i) => [3 + i, e.type, "process" in e ? e.process : "delegation" in e ? e.delegation : undefined]),
+    );
+    expect(await log.subjectSpan("p20")).toEqual({ first: 23, last: 23 });
+    expect(await log.subjectSpan("d1")).toEqual({ first: 6, last: 38 });
+    expect(await log.row(ledgerOf(log), "d1")).toMatchObject({ status: "completed", delivery: "pending", resultSeq: 38 });
+    expect(await log.append([drainEvent("b")])).toEqual([40]);
+    await log.close();
+  });
+
   it("refuses UPDATE and DELETE on the events table", async () => {
     const path = fresh();
     const log = await openLog(path);

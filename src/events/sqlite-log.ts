@@ -243,6 +243,11 @@ function rowAccess(db: Database.Database, projections: readonly InlineProjection
 }
 
 
+/** The columns an appended row binds: type, at, body, subject, replaces. */
+const columnsPerRow = 5;
+/** Rows per insert statement: past about 16, larger statements gained nothing measurable. */
+const rowsPerInsert = 16;
+
 export class SqliteLog implements EventStore {
   readonly logId: string;
   readonly refusesUnaddressed: boolean;
@@ -254,7 +259,8 @@ export class SqliteLog implements EventStore {
   readonly #gate = new WriteGate();
   readonly #recent = new RecentBodies();
   readonly #rows: RowAccess;
-  readonly #insert: Database.Statement;
+  /** Inserts of 1 … `rowsPerInsert` rows, each prepared when first needed. */
+  readonly #inserts: Database.Statement[] = [];
   readonly #bodies: Database.Statement;
   readonly #rangeBodies: Database.Statement;
   readonly #bodiesOfType: Database.Statement;
@@ -278,7 +284,6 @@ export class SqliteLog implements EventStore {
     this.#rows = rowAccess(db, projections as readonly InlineProjection<unknown>[]);
     // The body is the producer's event as JSON without its seq: the seq column is the index
     // and the truth, and `scanPages` reads bodies alone where seqs are dense.
-    this.#insert = db.prepare("INSERT INTO events (type, at, body, subject, replaces) VALUES (?, ?, ?, ?, ?)");
     this.#bodies = db.prepare("SELECT seq, body FROM events WHERE seq >= ? ORDER BY seq LIMIT ?").raw();
     this.#rangeBodies = db.prepare("SELECT body FROM events WHERE seq BETWEEN ? AND ? ORDER BY seq").pluck();
     this.#bodiesOfType = db.prepare("SELECT seq, body FROM events WHERE type = ? AND seq >= ? ORDER BY seq LIMIT ?").raw();
@@ -308,18 +313,40 @@ export class SqliteLog implements EventStore {
     this.refusesUnaddressed = refuseUnaddressed;
     // Chunked output is redacted with what the same process printed before it.
     const output = new OutputContext();
+    // Rows go in `rowsPerInsert` to a statement: each statement run costs better-sqlite3 a
+    // call, a step and a reset whatever its rows, and per row that was as much as the
+    // subject columns and their index cost (docs/performance.md, "Appending").
+    const values = new Array<unknown>(columnsPerRow * rowsPerInsert);
+    const bodies = new Array<string>(rowsPerInsert);
     this.#insertAll = (given) => {
       const events = prepareEvents(given, redact, output);
       if (owners !== undefined) checkAddressed(events, (process) => this.#rows.get(owners, process));
       const seqs = new Array<number>(events.length);
-      for (let i = 0; i < events.length; i++) {
-        const e = events[i]!;
-        const body = bodyOf(e);
-        const seq = Number(this.#insert.run(e.type, e.at, body, subjectOf(e) ?? null, replacesOf(e) ?? null).lastInsertRowid);
-        this.#recent.write(seq, body);
-        if (inline.has(e.type)) applyInline(this.projections, { ...e, seq } as Stored, this.#rows.get, this.#rows.put);
-        seqs[i] = seq;
+      for (let from = 0; from < events.length; from += rowsPerInsert) {
+        const count = Math.min(rowsPerInsert, events.length - from);
+        for (let i = 0; i < count; i++) {
+          const e = events[from + i]!;
+          const body = bodyOf(e);
+          const at = i * columnsPerRow;
+          values[at] = e.type;
+          values[at + 1] = e.at;
+          values[at + 2] = body;
+          values[at + 3] = subjectOf(e) ?? null;
+          values[at + 4] = replacesOf(e) ?? null;
+          bodies[i] = body;
+        }
+        if (count < rowsPerInsert) values.length = count * columnsPerRow;
+        // The rows of one statement take the seqs after the last one in order (see above).
+        const last = Number(this.#insertOf(count).run(values).lastInsertRowid);
+        for (let i = 0; i < count; i++) {
+          const e = events[from + i]!;
+          const seq = last - count + 1 + i;
+          this.#recent.write(seq, bodies[i]!);
+          if (inline.has(e.type)) applyInline(this.projections, { ...e, seq } as Stored, this.#rows.get, this.#rows.put);
+          seqs[from + i] = seq;
+        }
       }
+      values.length = columnsPerRow * rowsPerInsert;
       return seqs;
     };
     const all = db.transaction(this.#insertAll);
@@ -559,6 +586,11 @@ export class SqliteLog implements EventStore {
     // that found its tables in place may never have: two file handles left open per
     // open and close, until the process ended.
     if (this.#db.open) this.#db.close();
+  }
+
+  /** The insert of `count` rows (1 … `rowsPerInsert`). */
+  #insertOf(count: number): Database.Statement {
+    return (this.#inserts[count - 1] ??= this.#db.prepare(`INSERT INTO events (type, at, body, subject, replaces) VALUES ${Array.from({ length: count }, () => "(?, ?, ?, ?, ?)").join(", ")}`));
   }
 
   #appendNotify(events: readonly TurnfoldEvent[]): number[] {
