@@ -12,8 +12,9 @@ import type { TurnfoldEvent } from "../src/events/schema.js";
 import { readAll } from "../src/events/log.js";
 import { openLog } from "../src/open.js";
 import { secretCorpus } from "../src/testing/secret-corpus.js";
-import { defaultRules } from "../src/events/redact.js";
-import { punctuated, vendorShaped } from "../src/events/redaction-rules.js";
+import { applyRule, createRedactor, defaultRules } from "../src/events/redact.js";
+import { punctuated, tokenShaped } from "../src/events/redaction-rules.js";
+import { benignCorpus } from "../src/testing/secret-corpus.js";
 
 const chars = (alphabet: string, min: number, max: number) => fc.string({ unit: fc.constantFrom(...alphabet), minLength: min, maxLength: max });
 const alnum = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz23456789";
@@ -96,14 +97,52 @@ const triggerPieces = [
   "sk-ant-", "pk-", "ghu_", "glrt-", "rk_test_", "sk_live_", "dop_v1_", "shpss_", "xoxe-", "discordapp.com/api/webhooks", "ABIA", "ACCA", "3Q~", "SKf",
   "-us12", "sq0csp-", "dp.scim.", "hvr.", "sntrys_", "sntryu_",
 ];
-const vendorRules = defaultRules.filter((rule) => rule.gate === vendorShaped);
+const tokenRules = defaultRules.filter((rule) => rule.gate === tokenShaped);
 
-test.prop([fc.array(fc.constantFrom(...triggerPieces), { maxLength: 12 }).map((pieces) => pieces.join(""))], { numRuns: 3000 })(
-  "the vendor gate: every text that a vendor rule's trigger matches passes it, so no vendor secret skips its rule",
+/**
+ * A token of each gated rule's shape, drawn from the rule's own pattern: whole (anchored),
+ * with the pattern's word boundaries and lookarounds left out so that the text drawn
+ * around it decides whether they hold. `bearer` is case-insensitive, which the drawing
+ * cannot do: its word is spelt out in every case instead.
+ */
+const tokens: fc.Arbitrary<string> = fc.oneof(
+  ...tokenRules.map((rule) =>
+    rule.name === "bearer"
+      ? fc.stringMatching(/^[Bb][Ee][Aa][Rr][Ee][Rr]\s+[A-Za-z0-9._~+/=-]{8,40}$/)
+      : fc.stringMatching(new RegExp(`^(?:${rule.pattern.source.replace(/\\b|\(\?<![^)]*\)|\(\?![^)]*\)/g, "")})$`)),
+  ),
+);
+
+test.prop([fc.array(fc.oneof(fc.constantFrom(...triggerPieces), tokens), { minLength: 1, maxLength: 6 }).map((pieces) => pieces.join(""))], { numRuns: 3000 })(
+  "the token gate: every text that a vendor rule's or bearer's pattern matches passes the gate and the rule's trigger, so no token skips its rule",
   (text) => {
-    expect(vendorRules.length).toBe(32);
-    const triggered = vendorRules.filter((rule) => rule.trigger!.test(text)).map((rule) => rule.name);
-    if (triggered.length > 0) expect(vendorShaped(text), `${JSON.stringify(text)} holds the trigger of ${triggered.join(", ")}`).toBe(true);
+    expect(tokenRules.length).toBe(33);
+    for (const rule of tokenRules) {
+      rule.pattern.lastIndex = 0;
+      const matched = rule.pattern.test(text);
+      rule.pattern.lastIndex = 0;
+      if (!matched) continue;
+      expect(tokenShaped(text), `${JSON.stringify(text)} holds a ${rule.name} token`).toBe(true);
+      expect(rule.trigger!.test(text), `${JSON.stringify(text)} holds a ${rule.name} token`).toBe(true);
+    }
+  },
+);
+
+/** Every text a job prints, in pieces: lines with secrets, build output, tokens, pieces of triggers. */
+const printed = fc
+  .array(fc.oneof(fc.constantFrom(...corpusLines.map((s) => s.line)), fc.constantFrom(...benignCorpus), tokens, fc.constantFrom(...triggerPieces), around), { minLength: 1, maxLength: 5 })
+  .chain((pieces) => fc.tuple(fc.constant(pieces), fc.array(fc.constantFrom("", " ", "\n", "=", ": ", "-", "_", ".", "\"", "<"), { minLength: pieces.length, maxLength: pieces.length })))
+  .map(([pieces, joins]) => pieces.map((piece, i) => `${joins[i]}${piece}`).join(""));
+
+const redactor = createRedactor();
+
+test.prop([printed, fc.nat(), fc.nat()], { numRuns: 1500 })(
+  "the redactor's gates, triggers and memory skip only what no rule changes: any text, or a cut of it, is redacted as the default rules applied one by one redact it, the second time too",
+  (whole, a, b) => {
+    const text = whole.slice(Math.min(a, b) % (whole.length + 1), Math.max(a, b) % (whole.length + 1) || undefined);
+    const expected = defaultRules.reduce((out, rule) => applyRule(out, rule), text);
+    expect(redactor(text), JSON.stringify(text)).toBe(expected);
+    expect(redactor(text), JSON.stringify(text)).toBe(expected);
   },
 );
 
