@@ -79,7 +79,11 @@ export function applyRule(text: string, rule: RedactionRule): string {
   return replaceMatches(text, rule);
 }
 
-/** Builds a redactor from the default rules plus yours (yours run after the defaults). */
+/**
+ * Builds a redactor from the default rules plus yours (yours run after the defaults). A
+ * rule must give the same result for the same text: the redactor remembers short texts
+ * that no rule changed.
+ */
 export function createRedactor(extra: readonly RedactionRule[] = [], base: readonly RedactionRule[] = defaultRules): Redactor {
   const rules = [...base, ...extra];
   // One scan (or a few) for what any triggered rule needs: most text (compiler and test
@@ -92,7 +96,12 @@ export function createRedactor(extra: readonly RedactionRule[] = [], base: reado
   // it: `u`, `s`, `m`), and per gate: a group behind a gate its text fails is not scanned.
   const groups = triggered ? triggerGroups(rules) : [];
   const live = new Uint8Array(rules.length);
-  return (text) => {
+  // Short texts come back again and again (an exit's reason, a command run once more, a
+  // consumer's name): the ones the rules left as they were are remembered, at most
+  // `rememberedTexts` of them, and returned without a scan. Only texts with nothing to
+  // hide are kept, so the memory holds no secret.
+  const clean = new Set<string>();
+  const scan = (text: string): string => {
     if (triggered) {
       let any = false;
       live.fill(0);
@@ -111,7 +120,21 @@ export function createRedactor(extra: readonly RedactionRule[] = [], base: reado
     }
     return out;
   };
+  return (text) => {
+    if (text.length > shortText) return scan(text);
+    if (clean.has(text)) return text;
+    const out = scan(text);
+    if (out === text) {
+      if (clean.size >= rememberedTexts) clean.clear();
+      clean.add(text);
+    }
+    return out;
+  };
 }
+
+/** Texts up to this long that a redactor left unchanged are remembered (see `createRedactor`). */
+const shortText = 160;
+const rememberedTexts = 4096;
 
 /**
  * Fields that name things (ids, keys, enums, hashes) rather than carry text: never
@@ -143,10 +166,11 @@ function redactValue(value: unknown, redact: Redactor): unknown {
 
 function redactFields(object: Record<string, unknown>, redact: Redactor, top: boolean): Record<string, unknown> {
   let copy: Record<string, unknown> | undefined;
-  for (const key of Object.keys(object)) {
-    if (top && namingFields.has(key)) continue;
+  for (const key in object) {
+    if (!Object.hasOwn(object, key)) continue;
     const before = object[key];
-    if (typeof before === "number" || typeof before === "boolean" || before === null) continue;
+    if (typeof before === "number" || typeof before === "boolean" || before === null || before === undefined) continue;
+    if (top && namingFields.has(key)) continue;
     const after = redactValue(before, redact);
     if (after !== before) (copy ??= { ...object })[key] = after;
   }
