@@ -6,6 +6,7 @@ import type { z } from "zod";
 import { TurnfoldEvent, eventTypes, type EventType } from "./schema.js";
 import { redactEvent, type Redactor } from "./redact.js";
 import type { OutputContext } from "./redact-stream.js";
+import { quickChecksByType } from "./schema-check.js";
 
 /** One reason an event was refused: where (line or seq), which field, and why. */
 export interface Problem {
@@ -82,12 +83,17 @@ export function isEventType(value: string): value is EventType {
   return knownTypes.has(value);
 }
 
+/** Each event type's schema compiled into a plain check (schema-check.ts). */
+const quickChecks = quickChecksByType(TurnfoldEvent.options);
+
 /**
  * The hot path of every check: true when the value is a valid event (a stored one with
- * its `seq` too: the schemas are loose). Parses once, in place; a caller that needs to say
- * what is wrong asks `validateEvent` only after this said no.
+ * its `seq` too: the schemas are loose). The type's quick check answers first; only what
+ * it turns down is parsed by the schema. A caller that needs to say what is wrong asks
+ * `validateEvent` only after this said no.
  */
 export function isValidEvent(value: unknown): boolean {
+  if (typeof value === "object" && value !== null && quickChecks.get((value as { type?: unknown }).type as string)?.(value) === true) return true;
   return TurnfoldEvent.safeParse(value).success;
 }
 
@@ -126,25 +132,57 @@ export function assertValidEvents(events: readonly unknown[]): void {
 }
 
 /** The fields of an event that name something, whose values every database must keep apart exactly. */
-const idFields = ["session", "successor", "process", "owner", "from", "to", "replaces", "delegation", "claim"] as const;
-const idLists = ["keys", "members"] as const;
+interface IdFields {
+  readonly session?: unknown;
+  readonly successor?: unknown;
+  readonly process?: unknown;
+  readonly owner?: unknown;
+  readonly from?: unknown;
+  readonly to?: unknown;
+  readonly replaces?: unknown;
+  readonly delegation?: unknown;
+  readonly claim?: unknown;
+  readonly keys?: unknown;
+  readonly members?: unknown;
+}
 
 /** NUL, or a surrogate without its pair: what PostgreSQL cannot store in text, or stores as U+FFFD (two ids become one). */
 const unstorable = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-function idProblem(event: Record<string, unknown>, where: string): Problem | undefined {
-  const bad = (value: unknown) => typeof value === "string" && unstorable.test(value);
-  const reason = "must not hold a NUL character or an unpaired surrogate (no database keeps such ids apart)";
-  for (const field of idFields) if (bad(event[field])) return { where, field, reason };
-  for (const field of idLists) {
-    const list = event[field];
-    if (Array.isArray(list)) {
-      const i = list.findIndex(bad);
-      if (i >= 0) return { where, field: `${field}.${i}`, reason };
-    }
+/** Whether a string holds a NUL or any surrogate: the few that do are then tested for a lone one. A loop, because ids are short and an expression costs a call each. */
+function maybeUnstorable(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c === 0 || (c >= 0xd800 && c <= 0xdfff)) return true;
   }
-  return undefined;
+  return false;
 }
+
+const bad = (value: unknown) => typeof value === "string" && maybeUnstorable(value) && unstorable.test(value);
+
+/**
+ * The field of an event whose id no database could store, or undefined. Each field is
+ * read by its name: a loop over the names cost the append path more than the test of
+ * their values.
+ */
+function unstorableField(e: IdFields): string | undefined {
+  if (bad(e.session)) return "session";
+  if (bad(e.successor)) return "successor";
+  if (bad(e.process)) return "process";
+  if (bad(e.owner)) return "owner";
+  if (bad(e.from)) return "from";
+  if (bad(e.to)) return "to";
+  if (bad(e.replaces)) return "replaces";
+  if (bad(e.delegation)) return "delegation";
+  if (bad(e.claim)) return "claim";
+  const key = badIndex(e.keys);
+  if (key >= 0) return `keys.${key}`;
+  const member = badIndex(e.members);
+  return member >= 0 ? `members.${member}` : undefined;
+}
+
+/** The index of the first unstorable id in a list, or -1. */
+const badIndex = (list: unknown) => (Array.isArray(list) ? list.findIndex(bad) : -1);
 
 /**
  * Ids every adapter stores the same: refused on write, by every adapter alike, so a log
@@ -154,8 +192,8 @@ function idProblem(event: Record<string, unknown>, where: string): Problem | und
 export function assertStorableIds(events: readonly TurnfoldEvent[]): void {
   const problems: Problem[] = [];
   for (let i = 0; i < events.length; i++) {
-    const problem = idProblem(events[i] as Record<string, unknown>, `event ${i}`);
-    if (problem) problems.push(problem);
+    const field = unstorableField(events[i] as IdFields);
+    if (field !== undefined) problems.push({ where: `event ${i}`, field, reason: "must not hold a NUL character or an unpaired surrogate (no database keeps such ids apart)" });
   }
   if (problems.length > 0) throw invalidEvents(problems);
 }
