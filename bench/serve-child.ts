@@ -31,6 +31,7 @@ export function serve(db: string, args: readonly string[] = []): Promise<Server>
 }
 
 export async function stop(server: Server): Promise<void> {
+  if (server.proc.exitCode !== null || server.proc.signalCode !== null) return;
   const exited = new Promise((resolve) => server.proc.on("exit", resolve));
   server.proc.kill("SIGTERM");
   await exited;

@@ -46,9 +46,13 @@ async function direct(dir: string, round: number): Promise<number> {
   return (batches * batchSize) / seconds;
 }
 
-/** A turn stream that resolves a waiter per event. */
+/** How long the latency step waits for one turn before it says the server recorded none. */
+const turnDeadlineMs = 10_000;
+
+/** A turn stream that resolves a waiter per event; a wait past the deadline, or a stream that ends, fails. */
 function stream(url: string, key: string, token: string) {
   let waiting: (() => void) | undefined;
+  let ended: Error | undefined;
   let seen = 0;
   const req = request(new URL(`/v1/sessions/${key}/turns`, url), { headers: { authorization: `Bearer ${token}` } }, (res) => {
     res.setEncoding("utf8");
@@ -56,42 +60,61 @@ function stream(url: string, key: string, token: string) {
       seen += chunk.split("\nevent: turn\n").length - 1;
       waiting?.();
     });
+    res.on("end", () => {
+      ended ??= new Error(`the turn stream of ${key} ended (HTTP ${res.statusCode}) after ${seen} turns`);
+      waiting?.();
+    });
     res.on("error", () => undefined);
   });
-  req.on("error", () => undefined);
+  req.on("error", (error) => {
+    ended ??= new Error(`the turn stream of ${key} failed: ${error.message}`);
+    waiting?.();
+  });
   req.end();
   return {
-    next: (count: number) => new Promise<void>((resolve) => {
-      const check = () => {
-        if (seen >= count) {
+    next: (count: number) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => {
           waiting = undefined;
-          resolve();
-        }
-      };
-      waiting = check;
-      check();
-    }),
+          reject(new Error(`turn ${count} of ${key} did not arrive within ${turnDeadlineMs / 1000} s: the server recorded no turn for its drain`));
+        }, turnDeadlineMs);
+        const check = () => {
+          if (seen < count && ended === undefined) return;
+          clearTimeout(timer);
+          waiting = undefined;
+          if (seen >= count) resolve();
+          else reject(ended);
+        };
+        waiting = check;
+        check();
+      }),
     close: () => req.destroy(),
   };
 }
 
 async function latency(dir: string): Promise<{ p50: number; p99: number }> {
   const server = await serve(join(dir, "latency.sqlite"));
-  const opened = await post(server.url, "/v1/sessions", producerToken, { session: "lat", surface: "tui" });
-  const token = String(opened["token"]);
-  const turns = stream(server.url, "lat", token);
-  await new Promise((resolve) => setTimeout(resolve, 200));
   const times: number[] = [];
-  for (let i = 0; i < 200; i++) {
-    const start = performance.now();
-    const exit: TurnfoldEvent = { type: "process.exited", at: Date.now(), process: `lat-${i}`, owner: "lat", exitCode: 0, reason: "exited", output: "done" };
-    await post(server.url, "/v1/events", producerToken, [exit]);
-    await post(server.url, "/v1/sessions/lat/drain", token, { consumer: "tui-poller" });
-    await turns.next(i + 1);
-    times.push(performance.now() - start);
+  try {
+    const opened = await post(server.url, "/v1/sessions", producerToken, { session: "lat", surface: "tui" });
+    const token = String(opened["token"]);
+    const turns = stream(server.url, "lat", token);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      for (let i = 0; i < 200; i++) {
+        const start = performance.now();
+        const exit: TurnfoldEvent = { type: "process.exited", at: Date.now(), process: `lat-${i}`, owner: "lat", exitCode: 0, reason: "exited", output: "done" };
+        await post(server.url, "/v1/events", producerToken, [exit]);
+        await post(server.url, "/v1/sessions/lat/drain", token, { consumer: "tui-poller" });
+        await turns.next(i + 1);
+        times.push(performance.now() - start);
+      }
+    } finally {
+      turns.close();
+    }
+  } finally {
+    await stop(server);
   }
-  turns.close();
-  await stop(server);
   const sorted = [...times].sort((a, b) => a - b);
   return { p50: median(sorted), p99: sorted[Math.floor(sorted.length * 0.99)]! };
 }
