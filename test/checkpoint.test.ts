@@ -157,7 +157,7 @@ describe("checkpoints of the fold", () => {
         "state.sessions{}.route": "chat platform",
         "state.superseded{}": "at by",
       },
-      "version": 7,
+      "version": 8,
     });
   });
 });

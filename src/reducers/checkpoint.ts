@@ -21,7 +21,7 @@ import { createState, freshSession, type Session, type State } from "./state.js"
  * The layout of the encoded state. Bump it with any change to what `State` holds or to the
  * shape of its records (test/checkpoint.test.ts pins the field names of this version).
  */
-export const checkpointVersion = 7;
+export const checkpointVersion = 8;
 
 /** The fields of `State` that are settings, not folded: set from the reader's settings on decode. */
 const settingFields = new Set(["parking", "gateway", "defaultBudget", "defaultStaleAfterMs"]);
@@ -37,6 +37,11 @@ export function encodeState(state: Readonly<State>): string {
   const fields = Object.create(null) as Record<string, unknown>;
   for (const [key, value] of Object.entries(state)) if (!settingFields.has(key)) fields[key] = value;
   fields["sessions"] = compactSessions(state.sessions);
+  // Each generation of settled processes with its runs, in one record (`compactGeneration`).
+  fields["releasedOwners"] = compactGeneration(state.releasedOwners, state.releasedRuns);
+  fields["releasedRuns"] = withItsOwners;
+  fields["releasedEarlier"] = compactGeneration(state.releasedEarlier, state.releasedRunsEarlier);
+  fields["releasedRunsEarlier"] = withItsOwners;
   const body = JSON.stringify(new Encoder().value(fields));
   return `${checkpointKind(state)}\n${textDigest(body)}\n${body}`;
 }
@@ -69,7 +74,67 @@ export function decodeState(text: string, settings: Readonly<State>): State | un
   const sessions = expandSessions(state["sessions"]);
   if (sessions === undefined) return undefined;
   state["sessions"] = sessions;
+  for (const [owners, runs] of [["releasedOwners", "releasedRuns"], ["releasedEarlier", "releasedRunsEarlier"]] as const) {
+    const generation = state[runs] === withItsOwners ? expandGeneration(state[owners]) : undefined;
+    if (generation === undefined) return undefined;
+    [state[owners], state[runs]] = generation;
+  }
   return state as unknown as State;
+}
+
+/** What a checkpoint writes for a generation's runs: they are written with its owners. */
+const withItsOwners = "with its owners";
+
+/**
+ * A generation of settled processes (`State.releasedOwners`, and the runs of those that had
+ * one) as a checkpoint writes it: `[processes, owners, owner of each, run of each]`, the
+ * processes in the generation's order, each owner once, and for each process the index of
+ * its owner and its run (0 for none: a run is the seq of a start, and seqs start at 1). As
+ * two Maps, each process id was written twice and each owner once per process: over months
+ * of work the generations were most of what a checkpoint gained (docs/performance.md). A
+ * run of a process the generation does not hold (the fold never leaves one) would be lost,
+ * so the encoding refuses it.
+ */
+function compactGeneration(owners: ReadonlyMap<string, string | undefined>, runs: ReadonlyMap<string, number>): unknown[] {
+  const processes: string[] = [];
+  const names: (string | null)[] = [];
+  const numbered = new Map<string | undefined, number>();
+  const ownerOf: number[] = [];
+  const runOf: number[] = [];
+  let written = 0;
+  for (const [process, owner] of owners) {
+    let index = numbered.get(owner);
+    if (index === undefined) {
+      index = names.length;
+      numbered.set(owner, index);
+      names.push(owner ?? null);
+    }
+    const run = runs.get(process);
+    if (run !== undefined) written++;
+    processes.push(process);
+    ownerOf.push(index);
+    runOf.push(run ?? 0);
+  }
+  if (written !== runs.size) throw new Error("checkpoint: a settled run of a process its generation does not hold");
+  return [processes, names, ownerOf, runOf];
+}
+
+/** The generation `compactGeneration` wrote, as its two Maps again; undefined when the body does not hold one. */
+function expandGeneration(written: unknown): [Map<string, string | undefined>, Map<string, number>] | undefined {
+  if (!Array.isArray(written) || written.length !== 4 || !written.every(Array.isArray)) return undefined;
+  const [processes, names, ownerOf, runOf] = written as [unknown[], unknown[], unknown[], unknown[]];
+  if (ownerOf.length !== processes.length || runOf.length !== processes.length) return undefined;
+  const owners = new Map<string, string | undefined>();
+  const runs = new Map<string, number>();
+  for (let i = 0; i < processes.length; i++) {
+    const process = processes[i];
+    const owner = names[ownerOf[i] as number];
+    const run = runOf[i];
+    if (typeof process !== "string" || (typeof owner !== "string" && owner !== null) || typeof run !== "number") return undefined;
+    owners.set(process, owner ?? undefined);
+    if (run !== 0) runs.set(process, run);
+  }
+  return [owners, runs];
 }
 
 /**
