@@ -335,9 +335,8 @@ export class SqliteLog implements EventStore {
           values[at + 4] = replacesOf(e) ?? null;
           bodies[i] = body;
         }
-        if (count < rowsPerInsert) values.length = count * columnsPerRow;
         // The rows of one statement take the seqs after the last one in order (see above).
-        const last = Number(this.#insertOf(count).run(values).lastInsertRowid);
+        const last = Number(this.#insertOf(count).run(count === rowsPerInsert ? values : values.slice(0, count * columnsPerRow)).lastInsertRowid);
         for (let i = 0; i < count; i++) {
           const e = events[from + i]!;
           const seq = last - count + 1 + i;
@@ -346,7 +345,6 @@ export class SqliteLog implements EventStore {
           seqs[from + i] = seq;
         }
       }
-      values.length = columnsPerRow * rowsPerInsert;
       return seqs;
     };
     const all = db.transaction(this.#insertAll);
