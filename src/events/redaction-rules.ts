@@ -137,7 +137,9 @@ const name = String.raw`[A-Za-z_][A-Za-z0-9_.-]*`;
 const wordPart = "(?:[Pp]ass|PASS|[Pp]wd|PWD|[Ss]ecret|SECRET|[Tt]oken|TOKEN|[Aa]uth|AUTH|[Kk]ey|KEY|[Cc]redential|CREDENTIAL|[Ss]ession|SESSION|[Cc]ookie|COOKIE)";
 /** Triggers: a secret word in a name that an `=` or `:` follows; after `-`; after `<`. Most output (`PASS src/…`) has none. */
 const assignmentTrigger = new RegExp(String.raw`${wordPart}[A-Za-z0-9_.-]*["']?[ \t]*[:=]`);
-const flagTrigger = new RegExp(String.raw`-[a-z0-9_.-]*${wordPart}`);
+// A flag's name may be in upper case (`java -DDB_PASSWORD=…`, `--API_TOKEN …`): the flag
+// rule's pattern takes any name, so its trigger must too.
+const flagTrigger = new RegExp(String.raw`-[A-Za-z0-9_.-]*${wordPart}`);
 const elementTrigger = new RegExp(String.raw`<[A-Za-z0-9_.-]*${wordPart}`);
 
 /** A value that is code, not data: `session.token()`, `process.env.TOKEN`, `config.auth`. */

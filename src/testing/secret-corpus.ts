@@ -89,6 +89,13 @@ export function secretCorpus(seed = 20261203): SecretLine[] {
     add("flag", w, `+ tool deploy ${flag}=${w}`);
   }
   {
+    // A Java system property and an upper-case flag: the name starts right after the dash.
+    const v = g.password();
+    add("flag", v, `+ java -DDB_PASSWORD=${v} -jar build/libs/app.jar`);
+    const w = g.alnum(24);
+    add("flag", w, `+ ./deploy.sh --API_TOKEN ${w} --region eu-west-1`);
+  }
+  {
     const v = g.password();
     add("assignment", v, `+ vault login -method=userpass username=ci password=${v}`);
   }
