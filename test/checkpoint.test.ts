@@ -63,6 +63,19 @@ describe("checkpoints of the fold", () => {
     for (const item of shared) expect(item.context).toBe(state.processes.get(item.member!));
   });
 
+  it("keeps the settled processes' owners and runs, and a run of a process its generation does not hold", () => {
+    const projection = new Projection();
+    for (const event of busy()) projection.push(event);
+    const state = inspectFold(projection);
+    expect(state.releasedOwners.size).toBeGreaterThan(0);
+    expect(state.releasedRuns.size).toBeGreaterThan(0);
+    // A run with no owner beside it (the fold leaves none) is not lost either.
+    state.releasedRuns.set("orphan", 41);
+    const resumed = Projection.resume({}, projection.checkpoint())!;
+    expect(inspectFold(resumed).releasedRuns.get("orphan")).toBe(41);
+    expect(inspectFold(resumed)).toEqual(inspectFold(projection));
+  });
+
   it("keeps a field named __proto__ in an event as a field, and undefined fields in their places", () => {
     const event = JSON.parse('{"type":"process.exited","at":5,"process":"p","exitCode":0,"reason":"exited","output":"x","owner":"s","seq":3,"__proto__":{"polluted":true}}') as Stored;
     const projection = new Projection();

@@ -87,13 +87,13 @@ const withItsOwners = "with its owners";
 
 /**
  * A generation of settled processes (`State.releasedOwners`, and the runs of those that had
- * one) as a checkpoint writes it: `[processes, owners, owner of each, run of each]`, the
+ * one) as a checkpoint writes it: `[processes, owners, owner of each, run of each, others]`, the
  * processes in the generation's order, each owner once, and for each process the index of
  * its owner and its run (0 for none: a run is the seq of a start, and seqs start at 1). As
  * two Maps, each process id was written twice and each owner once per process: over months
  * of work the generations were most of what a checkpoint gained (docs/performance.md). A
- * run of a process the generation does not hold (the fold never leaves one) would be lost,
- * so the encoding refuses it.
+ * run of a process the generation does not hold (the fold never leaves one) goes in a fifth
+ * list of process and run pairs, so that nothing is lost if one ever does.
  */
 function compactGeneration(owners: ReadonlyMap<string, string | undefined>, runs: ReadonlyMap<string, number>): unknown[] {
   const processes: string[] = [];
@@ -115,15 +115,16 @@ function compactGeneration(owners: ReadonlyMap<string, string | undefined>, runs
     ownerOf.push(index);
     runOf.push(run ?? 0);
   }
-  if (written !== runs.size) throw new Error("checkpoint: a settled run of a process its generation does not hold");
-  return [processes, names, ownerOf, runOf];
+  const others: (string | number)[] = [];
+  if (written !== runs.size) for (const [process, run] of runs) if (!owners.has(process)) others.push(process, run);
+  return [processes, names, ownerOf, runOf, others];
 }
 
 /** The generation `compactGeneration` wrote, as its two Maps again; undefined when the body does not hold one. */
 function expandGeneration(written: unknown): [Map<string, string | undefined>, Map<string, number>] | undefined {
-  if (!Array.isArray(written) || written.length !== 4 || !written.every(Array.isArray)) return undefined;
-  const [processes, names, ownerOf, runOf] = written as [unknown[], unknown[], unknown[], unknown[]];
-  if (ownerOf.length !== processes.length || runOf.length !== processes.length) return undefined;
+  if (!Array.isArray(written) || written.length !== 5 || !written.every(Array.isArray)) return undefined;
+  const [processes, names, ownerOf, runOf, others] = written as [unknown[], unknown[], unknown[], unknown[], unknown[]];
+  if (ownerOf.length !== processes.length || runOf.length !== processes.length || others.length % 2 !== 0) return undefined;
   const owners = new Map<string, string | undefined>();
   const runs = new Map<string, number>();
   for (let i = 0; i < processes.length; i++) {
@@ -133,6 +134,11 @@ function expandGeneration(written: unknown): [Map<string, string | undefined>, M
     if (typeof process !== "string" || (typeof owner !== "string" && owner !== null) || typeof run !== "number") return undefined;
     owners.set(process, owner ?? undefined);
     if (run !== 0) runs.set(process, run);
+  }
+  for (let i = 0; i < others.length; i += 2) {
+    const [process, run] = [others[i], others[i + 1]];
+    if (typeof process !== "string" || typeof run !== "number") return undefined;
+    runs.set(process, run);
   }
   return [owners, runs];
 }
