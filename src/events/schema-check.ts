@@ -6,7 +6,7 @@
  * optional and nullable fields, unions). A type whose schema holds anything else (a
  * refinement, a format it does not know) gets no quick check, and every value it turns
  * down is asked of the schema again: it may say no where zod says yes, never the reverse.
- * A property holds it to that (test/schema-check.test.ts).
+ * A property holds it to the schema's answers (properties/schema-check.property.test.ts).
  */
 import type { z } from "zod";
 

@@ -101,7 +101,6 @@ function compactGeneration(owners: ReadonlyMap<string, string | undefined>, runs
   const numbered = new Map<string | undefined, number>();
   const ownerOf: number[] = [];
   const runOf: number[] = [];
-  let written = 0;
   for (const [process, owner] of owners) {
     let index = numbered.get(owner);
     if (index === undefined) {
@@ -109,14 +108,12 @@ function compactGeneration(owners: ReadonlyMap<string, string | undefined>, runs
       numbered.set(owner, index);
       names.push(owner ?? null);
     }
-    const run = runs.get(process);
-    if (run !== undefined) written++;
     processes.push(process);
     ownerOf.push(index);
-    runOf.push(run ?? 0);
+    runOf.push(runs.get(process) ?? 0);
   }
   const others: (string | number)[] = [];
-  if (written !== runs.size) for (const [process, run] of runs) if (!owners.has(process)) others.push(process, run);
+  for (const [process, run] of runs) if (!owners.has(process)) others.push(process, run);
   return [processes, names, ownerOf, runOf, others];
 }
 
@@ -136,7 +133,8 @@ function expandGeneration(written: unknown): [Map<string, string | undefined>, M
     if (run !== 0) runs.set(process, run);
   }
   for (let i = 0; i < others.length; i += 2) {
-    const [process, run] = [others[i], others[i + 1]];
+    const process = others[i];
+    const run = others[i + 1];
     if (typeof process !== "string" || typeof run !== "number") return undefined;
     runs.set(process, run);
   }
