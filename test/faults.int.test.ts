@@ -19,6 +19,8 @@ import { liveTurns } from "../src/projections/live.js";
 import { replay } from "../src/projections/replay.js";
 import { verifyRecorded } from "../src/projections/verify.js";
 import { startPipeline, type PipelineEvent } from "../src/service/pipeline.js";
+import { createService } from "../src/service/server.js";
+import { call, producerToken } from "./support/serve.js";
 import { cli, cliEntry } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";
 
@@ -62,6 +64,40 @@ describe("a SQLite lock held by another process past the busy timeout", () => {
     expect(verifyRecorded(events, replay(events).turns)).toMatchObject({ ok: true });
     await log.close();
     await writer.close();
+  }, 30_000);
+});
+
+describe("serve while its log cannot be read", () => {
+  it("answers an append it stored at once, though its runner waits out the outage, and folds it once the log is back", async () => {
+    const log = await openLog(fresh());
+    let down = false;
+    // Reads fail as a database that went away fails them; appends still land.
+    const unreadable = new Proxy(log, {
+      get(target, name) {
+        if (name === "readPage" && down) return () => Promise.reject(Object.assign(new Error("the database is down"), { code: "SQLITE_BUSY" }));
+        const value = Reflect.get(target, name, target) as unknown;
+        return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const service = await createService({ log: unreadable, producerToken });
+    try {
+      const url = await service.listen("127.0.0.1", 0);
+      down = true;
+      const upAgain = setTimeout(() => (down = false), 3_000);
+      const answer = await call(url, "POST", "/v1/events", producerToken, [exit("p1", "s1")]);
+      // Before the change the answer waited for the fold, which waits for the log: 3 s.
+      const answeredWhileDown = down;
+      expect(answer.status, answer.text).toBe(200);
+      expect(answeredWhileDown).toBe(true);
+      expect(service.pipeline.unavailable()).toBeDefined();
+      const seq = (answer.body["seqs"] as number[])[0]!;
+      await until("the fold takes the stored exit once the log is back", () => service.pipeline.runner.folded >= seq, 15_000);
+      clearTimeout(upAgain);
+      expect(service.pipeline.unavailable()).toBeUndefined();
+    } finally {
+      await service.close();
+      await log.close();
+    }
   }, 30_000);
 });
 

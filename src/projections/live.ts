@@ -109,9 +109,11 @@ export interface BesideState {
 export class FoldPosition {
   #query: FoldQuery | undefined;
   #seq = 0;
-  #waiters: { seq: number; resolve: () => void; reject: (error: Error) => void }[] = [];
+  #waiters: { seq: number; orStalled: boolean; resolve: () => void; reject: (error: Error) => void }[] = [];
   #look: () => void = () => undefined;
   #failure: Error | undefined;
+  /** Whether the runner is waiting out an outage of the log. */
+  #stalled = false;
 
   /** The fold's answers at `seq`. Throws before the runner has started. */
   get query(): FoldQuery {
@@ -126,10 +128,24 @@ export class FoldPosition {
 
   /** Resolves once the fold has taken every event up to `seq`; rejects when the runner stopped on an error. */
   reached(seq: number): Promise<void> {
+    return this.#wait(seq, false);
+  }
+
+  /**
+   * As `reached`, and also resolves while the runner waits out an outage of the log (at
+   * once, or when one begins): for a caller that stored events and answers for them, which
+   * must not hold its answer for as long as the log is down. One that judges by the fold
+   * waits with `reached`.
+   */
+  reachedOrStalled(seq: number): Promise<void> {
+    return this.#wait(seq, true);
+  }
+
+  #wait(seq: number, orStalled: boolean): Promise<void> {
     if (this.#failure) return Promise.reject(this.#failure);
-    if (seq <= this.#seq && this.#query !== undefined) return Promise.resolve();
+    if ((seq <= this.#seq && this.#query !== undefined) || (orStalled && this.#stalled)) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      this.#waiters.push({ seq, resolve, reject });
+      this.#waiters.push({ seq, orStalled, resolve, reject });
       this.#look();
     });
   }
@@ -142,6 +158,16 @@ export class FoldPosition {
     const waiters = this.#waiters;
     for (let i = waiters.length - 1; i >= 0; i--) {
       if (waiters[i]!.seq <= seq) waiters.splice(i, 1)[0]!.resolve();
+    }
+  }
+
+  /** For the runner: it waits out an outage of the log (true), or reads it again (false). */
+  stalled(stalled: boolean): void {
+    this.#stalled = stalled;
+    if (!stalled) return;
+    const waiters = this.#waiters;
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      if (waiters[i]!.orStalled) waiters.splice(i, 1)[0]!.resolve();
     }
   }
 
@@ -222,12 +248,17 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
         const result = await work();
         if (downSince !== undefined) {
           options.onRecovered?.(Date.now() - downSince);
+          options.position?.stalled(false);
           downSince = undefined;
         }
         return result;
       } catch (error) {
         if (signal.aborted || !isTransientStoreError(error)) throw error;
-        downSince ??= (options.onUnavailable?.(error), Date.now());
+        if (downSince === undefined) {
+          options.onUnavailable?.(error);
+          options.position?.stalled(true);
+          downSince = Date.now();
+        }
         const down = Date.now() - downSince;
         if (options.giveUpAfterMs !== undefined && down >= options.giveUpAfterMs) {
           throw new Error(`the log has been unreachable for ${Math.round(down / 100) / 10} s (${(error as Error).message}); giving up`, { cause: error });

@@ -100,6 +100,11 @@ export class LiveRunner {
     return this.#position.reached(seq);
   }
 
+  /** As `reached`, and also resolves while the runner waits out an outage of the log (see `FoldPosition.reachedOrStalled`). */
+  reachedOrStalled(seq: number): Promise<void> {
+    return this.#position.reachedOrStalled(seq);
+  }
+
   /** What waited for the owner's session at the last idle point, in log order. */
   get ready(): readonly ReadyItem[] {
     return this.#ready;

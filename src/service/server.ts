@@ -58,8 +58,10 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   const { runner } = pipeline;
   const appended = async (events: readonly TurnfoldEvent[], seqs: readonly number[]) => {
     metrics.eventsAppended.inc(events.length);
-    // What this server appended counts for its next request: its fold has taken it.
-    await runner.reached(seqs[seqs.length - 1] ?? 0);
+    // What this server appended counts for its next request: its fold has taken it. While
+    // the runner waits out an outage of the log, the events are stored all the same and the
+    // answer says so at once: an act that judges by the fold waits for it on its own.
+    await runner.reachedOrStalled(seqs[seqs.length - 1] ?? 0);
     return seqs;
   };
   // One writer of this server at a time: a session act reads the log's end, judges and
