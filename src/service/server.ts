@@ -12,6 +12,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { TurnfoldEvent } from "../events/schema.js";
+import type { EventStore } from "../events/store.js";
 import type { FoldQuery } from "../reducers/query.js";
 import { bearer, sameSecret, SessionDirectory, sessionToken } from "./auth.js";
 import { Authority } from "./authority.js";
@@ -49,6 +50,54 @@ export interface Service {
 /** Conditional appends an act may lose to other writers in a row before it answers 503. */
 const actAttempts = 50;
 
+/** A producer's append waiting for its turn to write, with its answer. */
+interface Gathered {
+  readonly events: TurnfoldEvent[];
+  resolve(seqs: readonly number[]): void;
+  reject(error: unknown): void;
+}
+
+/** At most this many events go to the log in one gathered append; the rest go in the next. */
+const gatheredEvents = 20_000;
+
+/**
+ * Appends what gathered while the writer was busy, as few appends as it takes, each request
+ * answered with its own seqs. When the log refuses a gathered append for what one request
+ * holds (an invalid event, an item with no owner), each request goes again alone, so each
+ * gets the answer it would have got by itself. Any other failure (the log is closed or
+ * down, the disk is full) stored nothing, and is every request's answer: sending them again
+ * here could store one twice, where a commit's answer was lost.
+ */
+async function appendGathered(log: EventStore, gathered: readonly Gathered[]): Promise<void> {
+  for (let from = 0; from < gathered.length; ) {
+    let to = from + 1;
+    let count = gathered[from]!.events.length;
+    while (to < gathered.length && count + gathered[to]!.events.length <= gatheredEvents) count += gathered[to++]!.events.length;
+    const part = gathered.slice(from, to);
+    from = to;
+    try {
+      const seqs = await log.append(part.length === 1 ? part[0]!.events : part.flatMap((g) => g.events));
+      let at = 0;
+      for (const g of part) {
+        g.resolve(seqs.slice(at, at + g.events.length));
+        at += g.events.length;
+      }
+    } catch (error) {
+      if (part.length === 1 || (error as { code?: unknown }).code !== "invalid-events") {
+        for (const g of part) g.reject(error);
+        continue;
+      }
+      for (const g of part) {
+        try {
+          g.resolve(await log.append(g.events));
+        } catch (alone) {
+          g.reject(alone);
+        }
+      }
+    }
+  }
+}
+
 /** Builds the service: starts its live runner on the log and resolves once the runner has folded what the log held. */
 export async function createService(options: ServiceOptions): Promise<Service> {
   const { log } = options;
@@ -74,7 +123,25 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     writing = next.catch(() => undefined);
     return next;
   };
-  const append = async (events: TurnfoldEvent[]) => appended(events, await oneWriter(() => log.append(events)));
+  // Producers' appends that queue behind a write go to the log together when their turn
+  // comes: one transaction (one lock, one commit) for all of them, in the order they came,
+  // each answered with its own seqs. An act queued meanwhile waits for that one write, not
+  // for one write per producer (docs/performance.md, "Appends that wait go together").
+  let gathering: Gathered[] | undefined;
+  const append = async (events: TurnfoldEvent[]) => {
+    let group = gathering;
+    if (group === undefined) {
+      const opened: Gathered[] = [];
+      group = gathering = opened;
+      void oneWriter(async () => {
+        if (gathering === opened) gathering = undefined;
+        await appendGathered(log, opened);
+      });
+    }
+    const joined = group;
+    const seqs = await new Promise<readonly number[]>((resolve, reject) => joined.push({ events, resolve, reject }));
+    return appended(events, seqs);
+  };
   const act = async (judge: (query: FoldQuery) => void, build: () => TurnfoldEvent[]) => {
     for (let attempt = 0; attempt < actAttempts; attempt++) {
       // The fold is brought to the log's end by reading what is new at once, not by waiting
