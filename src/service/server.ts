@@ -61,6 +61,30 @@ interface Gathered {
 const gatheredEvents = 20_000;
 
 /**
+ * Appends through `oneWriter`, gathered: the appends that queue behind a write go to the
+ * log together when their turn comes, one transaction (one lock, one commit) for all of
+ * them, in the order they came, each answered with its own seqs. An act queued meanwhile
+ * waits for that one write, not for one write per producer; a request that finds the
+ * writer free is written at once (docs/performance.md, "Appends that wait go together").
+ */
+function gathering(log: EventStore, oneWriter: <T>(body: () => Promise<T>) => Promise<T>): (events: TurnfoldEvent[]) => Promise<readonly number[]> {
+  let open: Gathered[] | undefined;
+  return (events) => {
+    let group = open;
+    if (group === undefined) {
+      const started: Gathered[] = [];
+      group = open = started;
+      void oneWriter(async () => {
+        if (open === started) open = undefined;
+        await appendGathered(log, started);
+      });
+    }
+    const joined = group;
+    return new Promise<readonly number[]>((resolve, reject) => joined.push({ events, resolve, reject }));
+  };
+}
+
+/**
  * Appends what gathered while the writer was busy, as few appends as it takes, each request
  * answered with its own seqs. When the log refuses a gathered append for what one request
  * holds (an invalid event, an item with no owner), each request goes again alone, so each
@@ -124,24 +148,9 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     return next;
   };
   // Producers' appends that queue behind a write go to the log together when their turn
-  // comes: one transaction (one lock, one commit) for all of them, in the order they came,
-  // each answered with its own seqs. An act queued meanwhile waits for that one write, not
-  // for one write per producer (docs/performance.md, "Appends that wait go together").
-  let gathering: Gathered[] | undefined;
-  const append = async (events: TurnfoldEvent[]) => {
-    let group = gathering;
-    if (group === undefined) {
-      const opened: Gathered[] = [];
-      group = gathering = opened;
-      void oneWriter(async () => {
-        if (gathering === opened) gathering = undefined;
-        await appendGathered(log, opened);
-      });
-    }
-    const joined = group;
-    const seqs = await new Promise<readonly number[]>((resolve, reject) => joined.push({ events, resolve, reject }));
-    return appended(events, seqs);
-  };
+  // comes (see `gathering`).
+  const write = gathering(log, oneWriter);
+  const append = async (events: TurnfoldEvent[]) => appended(events, await write(events));
   const act = async (judge: (query: FoldQuery) => void, build: () => TurnfoldEvent[]) => {
     for (let attempt = 0; attempt < actAttempts; attempt++) {
       // The fold is brought to the log's end by reading what is new at once, not by waiting
