@@ -2,7 +2,8 @@
  * Issue 46, item 5: a session's act (a drain) on `serve` over PostgreSQL, while 8 producers
  * post exits all the while, against the same drains with no producer, in the same run:
  * p99 latency of the answer, and how many drains got anything but 200 (an act that lost its
- * race to the producers would answer 503).
+ * race to the producers would answer 503). And what many small producers get stored through
+ * `serve`, against the same appends made in-process one transaction each.
  */
 import { openLog } from "../src/open.js";
 import { createService } from "../src/service/server.js";
@@ -53,12 +54,75 @@ async function drainLatency(target: string, producers: number): Promise<{ p99: n
   }
 }
 
-/** The row, on two fresh logs of the bench's PostgreSQL database. */
+const smallProducers = 16;
+const producingMs = 3000;
+
+/** Events stored per second while `smallProducers` producers post one exit each, over HTTP to `serve`, each waiting for its answer. */
+async function smallPostsRate(target: string): Promise<number> {
+  const log = await openLog(target, { pollMs: 5 });
+  const service = await createService({ log, producerToken });
+  const url = await service.listen("127.0.0.1", 0);
+  try {
+    let producing = true;
+    let stored = 0;
+    const producer = async (n: number) => {
+      for (let i = 0; producing; i++) {
+        const sent = await call(url, "/v1/events", producerToken, [{ type: "process.exited", at: Date.now(), process: `small-${n}-${i}`, exitCode: 0, reason: "exited", output: "", owner: "noise" }]);
+        if (sent.status === 200) stored++;
+      }
+    };
+    const start = performance.now();
+    const running = Array.from({ length: smallProducers }, (_, n) => producer(n));
+    await new Promise((resolve) => setTimeout(resolve, producingMs));
+    producing = false;
+    await Promise.all(running);
+    return stored / ((performance.now() - start) / 1000);
+  } finally {
+    await service.close();
+    await log.close();
+  }
+}
+
+/** The same producers in-process: each of `smallProducers` callers appends one exit at a time, each append its own transaction. */
+async function smallAppendsRate(target: string): Promise<number> {
+  const log = await openLog(target, { pollMs: 5 });
+  try {
+    let producing = true;
+    let stored = 0;
+    const producer = async (n: number) => {
+      for (let i = 0; producing; i++) {
+        await log.append([{ type: "process.exited", at: Date.now(), process: `small-${n}-${i}`, exitCode: 0, reason: "exited", output: "", owner: "noise" }]);
+        stored++;
+      }
+    };
+    const start = performance.now();
+    const running = Array.from({ length: smallProducers }, (_, n) => producer(n));
+    await new Promise((resolve) => setTimeout(resolve, producingMs));
+    producing = false;
+    await Promise.all(running);
+    return stored / ((performance.now() - start) / 1000);
+  } finally {
+    await log.close();
+  }
+}
+
+/** The rows, on fresh logs of the bench's PostgreSQL database. */
 export async function actRows(fresh: () => string): Promise<Row[]> {
   const quiet = await drainLatency(fresh(), 0);
   const busy = await drainLatency(fresh(), 8);
   const ratio = busy.p99 / quiet.p99;
+  const posted = await smallPostsRate(fresh());
+  const appended = await smallAppendsRate(fresh());
   return [
+    {
+      // Requests that wait for serve's writer go to the log as one append (docs/performance.md, "Appends that wait go together").
+      name: `serve on PostgreSQL: ${smallProducers} producers posting one exit each, events stored/s`,
+      value: fmt(posted),
+      baseline: `${fmt(appended)} the same appends in-process, each its own transaction`,
+      ratio: posted / appended,
+      target: "reported",
+      pass: undefined,
+    },
     {
       name: `serve on PostgreSQL: drain p99 with 8 producers posting (${fmt(busy.produced)} exits meanwhile), ${busy.refused} of ${drains} not answered 200`,
       value: fmt(busy.p99, "ms"),
