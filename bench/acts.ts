@@ -5,6 +5,7 @@
  * race to the producers would answer 503). And what many small producers get stored through
  * `serve`, against the same appends made in-process one transaction each.
  */
+import type { TurnfoldEvent } from "../src/events/schema.js";
 import { openLog } from "../src/open.js";
 import { createService } from "../src/service/server.js";
 import { fmt, type Row } from "./harness.js";
@@ -18,24 +19,51 @@ async function call(url: string, path: string, token: string, body: unknown): Pr
   return { status: response.status, json: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
 
-/** p99 of `drains` drains of one session, with `producers` producers posting exits meanwhile; and the answers that were not 200. */
-async function drainLatency(target: string, producers: number): Promise<{ p99: number; refused: number; produced: number }> {
+/** An exit of the `noise` session, the producers' one event. */
+const noiseExit = (process: string): TurnfoldEvent => ({ type: "process.exited", at: Date.now(), process, exitCode: 0, reason: "exited", output: "", owner: "noise" });
+
+/**
+ * `count` producers, each storing one exit at a time with `store` (true: it was stored)
+ * until `stop()`, which resolves to how many were stored.
+ */
+function startProducers(count: number, store: (event: TurnfoldEvent) => Promise<boolean>): { stop(): Promise<number> } {
+  let producing = true;
+  let stored = 0;
+  const producer = async (n: number) => {
+    for (let i = 0; producing; i++) if (await store(noiseExit(`noise-${n}-${i}`))) stored++;
+  };
+  const running = Array.from({ length: count }, (_, n) => producer(n));
+  return {
+    async stop() {
+      producing = false;
+      await Promise.all(running);
+      return stored;
+    },
+  };
+}
+
+/** `body` with `serve` on a fresh log at `target`, listening on loopback; both closed after it. */
+async function withServer<T>(target: string, body: (url: string) => Promise<T>): Promise<T> {
   const log = await openLog(target, { pollMs: 5 });
   const service = await createService({ log, producerToken });
-  const url = await service.listen("127.0.0.1", 0);
   try {
+    return await body(await service.listen("127.0.0.1", 0));
+  } finally {
+    await service.close();
+    await log.close();
+  }
+}
+
+/** Posts one exit to `serve`; true when it was stored. */
+const post = (url: string) => async (event: TurnfoldEvent) => (await call(url, "/v1/events", producerToken, [event])).status === 200;
+
+/** p99 of `drains` drains of one session, with `producers` producers posting exits meanwhile; and the answers that were not 200. */
+async function drainLatency(target: string, producers: number): Promise<{ p99: number; refused: number; produced: number }> {
+  return withServer(target, async (url) => {
     const opened = await call(url, "/v1/sessions", producerToken, { session: "acting", surface: "tui" });
     const token = String(opened.json["token"]);
     await call(url, "/v1/sessions", producerToken, { session: "noise", surface: "tui" });
-    let producing = true;
-    let produced = 0;
-    const producer = async (n: number) => {
-      for (let i = 0; producing; i++) {
-        const sent = await call(url, "/v1/events", producerToken, [{ type: "process.exited", at: Date.now(), process: `noise-${n}-${i}`, exitCode: 0, reason: "exited", output: "", owner: "noise" }]);
-        if (sent.status === 200) produced++;
-      }
-    };
-    const running = Array.from({ length: producers }, (_, n) => producer(n));
+    const running = startProducers(producers, post(url));
     const times: number[] = [];
     let refused = 0;
     for (let i = 0; i < drains; i++) {
@@ -44,63 +72,32 @@ async function drainLatency(target: string, producers: number): Promise<{ p99: n
       times.push(performance.now() - t0);
       if (answer.status !== 200) refused++;
     }
-    producing = false;
-    await Promise.all(running);
+    const produced = await running.stop();
     times.sort((a, b) => a - b);
     return { p99: times[Math.floor(times.length * 0.99)]!, refused, produced };
-  } finally {
-    await service.close();
-    await log.close();
-  }
+  });
 }
 
 const smallProducers = 16;
 const producingMs = 3000;
 
-/** Events stored per second while `smallProducers` producers post one exit each, over HTTP to `serve`, each waiting for its answer. */
-async function smallPostsRate(target: string): Promise<number> {
-  const log = await openLog(target, { pollMs: 5 });
-  const service = await createService({ log, producerToken });
-  const url = await service.listen("127.0.0.1", 0);
-  try {
-    let producing = true;
-    let stored = 0;
-    const producer = async (n: number) => {
-      for (let i = 0; producing; i++) {
-        const sent = await call(url, "/v1/events", producerToken, [{ type: "process.exited", at: Date.now(), process: `small-${n}-${i}`, exitCode: 0, reason: "exited", output: "", owner: "noise" }]);
-        if (sent.status === 200) stored++;
-      }
-    };
-    const start = performance.now();
-    const running = Array.from({ length: smallProducers }, (_, n) => producer(n));
-    await new Promise((resolve) => setTimeout(resolve, producingMs));
-    producing = false;
-    await Promise.all(running);
-    return stored / ((performance.now() - start) / 1000);
-  } finally {
-    await service.close();
-    await log.close();
-  }
+/** Events stored per second by `smallProducers` producers storing one exit at a time with `store` for `producingMs`. */
+async function storedRate(store: (event: TurnfoldEvent) => Promise<boolean>): Promise<number> {
+  const start = performance.now();
+  const running = startProducers(smallProducers, store);
+  await new Promise((resolve) => setTimeout(resolve, producingMs));
+  const stored = await running.stop();
+  return stored / ((performance.now() - start) / 1000);
 }
 
-/** The same producers in-process: each of `smallProducers` callers appends one exit at a time, each append its own transaction. */
+/** Events stored per second while the producers post one exit each over HTTP to `serve`, each waiting for its answer. */
+const smallPostsRate = (target: string) => withServer(target, (url) => storedRate(post(url)));
+
+/** The same producers in-process: each appends one exit at a time, each append its own transaction. */
 async function smallAppendsRate(target: string): Promise<number> {
   const log = await openLog(target, { pollMs: 5 });
   try {
-    let producing = true;
-    let stored = 0;
-    const producer = async (n: number) => {
-      for (let i = 0; producing; i++) {
-        await log.append([{ type: "process.exited", at: Date.now(), process: `small-${n}-${i}`, exitCode: 0, reason: "exited", output: "", owner: "noise" }]);
-        stored++;
-      }
-    };
-    const start = performance.now();
-    const running = Array.from({ length: smallProducers }, (_, n) => producer(n));
-    await new Promise((resolve) => setTimeout(resolve, producingMs));
-    producing = false;
-    await Promise.all(running);
-    return stored / ((performance.now() - start) / 1000);
+    return await storedRate(async (event) => (await log.append([event])).length === 1);
   } finally {
     await log.close();
   }
