@@ -67,12 +67,12 @@ describe("checkpoints of the fold", () => {
     const projection = new Projection();
     for (const event of busy()) projection.push(event);
     const state = inspectFold(projection);
-    expect(state.releasedOwners.size).toBeGreaterThan(0);
-    expect(state.releasedRuns.size).toBeGreaterThan(0);
+    expect(state.releasedOwners[0]!.size).toBeGreaterThan(0);
+    expect(state.releasedRuns[0]!.size).toBeGreaterThan(0);
     // A run with no owner beside it (the fold leaves none) is not lost either.
-    state.releasedRuns.set("orphan", 41);
+    state.releasedRuns[0]!.set("orphan", 41);
     const resumed = Projection.resume({}, projection.checkpoint())!;
-    expect(inspectFold(resumed).releasedRuns.get("orphan")).toBe(41);
+    expect(inspectFold(resumed).releasedRuns[0]!.get("orphan")).toBe(41);
     expect(inspectFold(resumed)).toEqual(inspectFold(projection));
   });
 
@@ -153,7 +153,7 @@ describe("checkpoints of the fold", () => {
     const layout = Object.fromEntries([...found].map(([path, keys]) => [path, [...keys].sort().join(" ")]).sort(([a], [b]) => a!.localeCompare(b!)));
     expect({ version: checkpointVersion, layout }).toEqual({
       "layout": {
-        "state": "aliases defaultBudget defaultStaleAfterMs delegations gateway gatewayWindows now parked parking processes releasedEarlier releasedOwners releasedRuns releasedRunsEarlier sessions settled superseded supersededItems unaddressed",
+        "state": "aliases defaultBudget defaultStaleAfterMs delegations gateway gatewayWindows now parked parking processes releasedOwners releasedRuns sessions settled superseded supersededItems unaddressed",
         "state.delegations{}": "failedTasks goal goals id owner resultMade",
         "state.gateway": "detailChars maxDetails windowMs",
         "state.gatewayWindows{}": "items key kind opensAt session",
@@ -170,7 +170,7 @@ describe("checkpoints of the fold", () => {
         "state.sessions{}.route": "chat platform",
         "state.superseded{}": "at by",
       },
-      "version": 8,
+      "version": 9,
     });
   });
 });

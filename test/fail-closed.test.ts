@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import type { Stored } from "../src/events/schema.js";
 import { replay } from "../src/projections/replay.js";
-import { rememberedOwners } from "../src/reducers/state.js";
+import { releasedGenerations, releasedPerGeneration, rememberedOwners } from "../src/reducers/state.js";
 import { WatchLimiter } from "../src/supervisor/watch.js";
 
 type Loose = Record<string, unknown> & { type: string };
@@ -45,20 +45,26 @@ describe("a notice about a process whose completion was settled", () => {
     expect(turnsOf(events)).toEqual(["s1:watch:p1"]);
   });
 
-  it(`remembers the owners of at least the last ${rememberedOwners.toLocaleString("en-US")} settled processes, and of at most twice as many`, () => {
-    // Settle 2N + 10 completions (each consumed, then found moot by a drain); then a late
-    // watch hit about each of three of them, and a drain of the other session.
+  it(`remembers the owners of at least the last ${rememberedOwners.toLocaleString("en-US")} settled processes, and of about a third more at most`, () => {
+    // Settle a few more completions than the generations can hold (each consumed, then
+    // found moot by a drain); then a late watch hit about each of three of them, and a
+    // drain of the other session.
     const n = rememberedOwners;
+    const most = releasedGenerations * releasedPerGeneration;
+    expect(most).toBeLessThanOrEqual(Math.ceil((4 / 3) * n) + releasedGenerations);
+    const settled = most + 10;
     const events: Loose[] = [open("s1"), open("s2")];
-    for (let i = 0; i < 2 * n + 10; i++) events.push(exited(`p${i}`, "s1"), { type: "process.consumed", process: `p${i}`, act: "ack" });
+    for (let i = 0; i < settled; i++) events.push(exited(`p${i}`, "s1"), { type: "process.consumed", process: `p${i}`, act: "ack" });
     events.push(drain("s1"));
-    // p0 was settled 2N + 10 settlements ago: forgotten, so its hit is unaddressed and the
-    // first drain takes it. p(N + 9) is within 2N: remembered. The newest is remembered.
-    events.push(hit("p0"), hit(`p${n + 9}`), hit(`p${2 * n + 9}`), drain("s2"), drain("s1"));
+    // p0 was settled before any generation still kept: forgotten, so its hit is
+    // unaddressed and the first drain takes it. The oldest of the last N is remembered, and
+    // so is the newest.
+    const oldestKept = settled - n;
+    events.push(hit("p0"), hit(`p${oldestKept}`), hit(`p${settled - 1}`), drain("s2"), drain("s1"));
     const all = stored(events);
-    expect(turnsOf(all)).toEqual(["s2:watch:p0", `s1:watch:p${n + 9}`, `s1:watch:p${2 * n + 9}`]);
+    expect(turnsOf(all)).toEqual(["s2:watch:p0", `s1:watch:p${oldestKept}`, `s1:watch:p${settled - 1}`]);
     const { state } = replayState(all);
-    expect(state.releasedOwners.size + state.releasedEarlier.size).toBeLessThanOrEqual(2 * n);
+    expect(state.releasedOwners.reduce((sum, generation) => sum + generation.size, 0)).toBeLessThanOrEqual(most);
   });
 });
 

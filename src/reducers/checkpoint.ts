@@ -15,13 +15,13 @@
  * another kind, decodes to undefined, and the reader folds from further back.
  */
 import { textDigest } from "../events/digest.js";
-import { createState, freshSession, type Session, type State } from "./state.js";
+import { createState, freshSession, releasedGenerations, type Session, type State } from "./state.js";
 
 /**
  * The layout of the encoded state. Bump it with any change to what `State` holds or to the
  * shape of its records (test/checkpoint.test.ts pins the field names of this version).
  */
-export const checkpointVersion = 8;
+export const checkpointVersion = 9;
 
 /** The fields of `State` that are settings, not folded: set from the reader's settings on decode. */
 const settingFields = new Set(["parking", "gateway", "defaultBudget", "defaultStaleAfterMs"]);
@@ -38,10 +38,8 @@ export function encodeState(state: Readonly<State>): string {
   for (const [key, value] of Object.entries(state)) if (!settingFields.has(key)) fields[key] = value;
   fields["sessions"] = compactSessions(state.sessions);
   // Each generation of settled processes with its runs, in one record (`compactGeneration`).
-  fields["releasedOwners"] = compactGeneration(state.releasedOwners, state.releasedRuns);
+  fields["releasedOwners"] = state.releasedOwners.map((owners, i) => compactGeneration(owners, state.releasedRuns[i]!));
   fields["releasedRuns"] = withItsOwners;
-  fields["releasedEarlier"] = compactGeneration(state.releasedEarlier, state.releasedRunsEarlier);
-  fields["releasedRunsEarlier"] = withItsOwners;
   const body = JSON.stringify(new Encoder().value(fields));
   return `${checkpointKind(state)}\n${textDigest(body)}\n${body}`;
 }
@@ -74,11 +72,10 @@ export function decodeState(text: string, settings: Readonly<State>): State | un
   const sessions = expandSessions(state["sessions"]);
   if (sessions === undefined) return undefined;
   state["sessions"] = sessions;
-  for (const [owners, runs] of [["releasedOwners", "releasedRuns"], ["releasedEarlier", "releasedRunsEarlier"]] as const) {
-    const generation = state[runs] === withItsOwners ? expandGeneration(state[owners]) : undefined;
-    if (generation === undefined) return undefined;
-    [state[owners], state[runs]] = generation;
-  }
+  const generations = state["releasedRuns"] === withItsOwners ? expandGenerations(state["releasedOwners"]) : undefined;
+  if (generations === undefined) return undefined;
+  state["releasedOwners"] = generations.map(([owners]) => owners);
+  state["releasedRuns"] = generations.map(([, runs]) => runs);
   return state as unknown as State;
 }
 
@@ -115,6 +112,13 @@ function compactGeneration(owners: ReadonlyMap<string, string | undefined>, runs
   const others: (string | number)[] = [];
   for (const [process, run] of runs) if (!owners.has(process)) others.push(process, run);
   return [processes, names, ownerOf, runOf, others];
+}
+
+/** The generations `compactGeneration` wrote, newest first, each as its two Maps again; undefined when the body does not hold them. */
+function expandGenerations(written: unknown): [Map<string, string | undefined>, Map<string, number>][] | undefined {
+  if (!Array.isArray(written) || written.length === 0 || written.length > releasedGenerations) return undefined;
+  const generations = written.map(expandGeneration);
+  return generations.every((g) => g !== undefined) ? generations : undefined;
 }
 
 /** The generation `compactGeneration` wrote, as its two Maps again; undefined when the body does not hold one. */

@@ -4,7 +4,7 @@
  */
 import type { Stored } from "../events/schema.js";
 import { itemKindOf } from "./model.js";
-import { rememberedOwners, type Item, type ItemContext, type Released, type Session, type State } from "./state.js";
+import { releasedGenerations, releasedPerGeneration, type Item, type ItemContext, type Released, type Session, type State } from "./state.js";
 
 /** An item made by `event`, of the kind that event makes (`itemKindOf`). */
 export function makeItem(event: Stored, member: string | null, owner: string | undefined, context: ItemContext): Item {
@@ -58,40 +58,51 @@ export function release(state: State, item: Item): void {
  */
 export function forgetProcess(state: State, process: string, owner: string | undefined, run: number | undefined, latest = true): void {
   state.processes.delete(process);
-  // Looked up only when it may matter, not in two large Maps for every settled process.
+  // Looked up only when it may matter, not in several large Maps for every settled process.
   const before = latest ? undefined : released(state, process)?.run;
   const kept = before !== undefined && (run === undefined || before > run) ? before : run;
-  state.releasedOwners.set(process, owner);
-  if (kept !== undefined) state.releasedRuns.set(process, kept);
-  else if (state.releasedRuns.size > 0) state.releasedRuns.delete(process);
-  if (state.releasedOwners.size >= rememberedOwners) {
-    // The generation is full: it becomes the earlier one, and the one before is dropped whole.
-    state.releasedEarlier = state.releasedOwners;
-    state.releasedRunsEarlier = state.releasedRuns;
-    state.releasedOwners = new Map();
-    state.releasedRuns = new Map();
+  const owners = state.releasedOwners[0]!;
+  const runs = state.releasedRuns[0]!;
+  owners.set(process, owner);
+  if (kept !== undefined) runs.set(process, kept);
+  else if (runs.size > 0) runs.delete(process);
+  if (owners.size >= releasedPerGeneration) {
+    // The generation is full: a new one starts, and the oldest is dropped whole.
+    state.releasedOwners.unshift(new Map());
+    state.releasedRuns.unshift(new Map());
+    if (state.releasedOwners.length > releasedGenerations) {
+      state.releasedOwners.pop();
+      state.releasedRuns.pop();
+    }
   }
+}
+
+/** The newest generation that holds a settled process, or -1 when none does (never settled, or forgotten). */
+function generationOf(state: State, process: string): number {
+  const generations = state.releasedOwners;
+  for (let i = 0; i < generations.length; i++) if (generations[i]!.has(process)) return i;
+  return -1;
 }
 
 /** Whether a process's completion was settled recently enough that its owner is remembered. */
 export function isReleased(state: State, process: string): boolean {
-  return state.releasedOwners.has(process) || state.releasedEarlier.has(process);
+  return generationOf(state, process) >= 0;
 }
 
 /** The owner of a recently settled process (undefined when unaddressed or forgotten). */
 export function releasedOwner(state: State, process: string): string | undefined {
-  return state.releasedOwners.has(process) ? state.releasedOwners.get(process) : state.releasedEarlier.get(process);
+  const i = generationOf(state, process);
+  return i < 0 ? undefined : state.releasedOwners[i]!.get(process);
 }
 
 /** What is kept of a recently settled process (undefined when it is not, or forgotten). */
 export function released(state: State, process: string): Released | undefined {
-  if (state.releasedOwners.has(process)) return { owner: state.releasedOwners.get(process), run: state.releasedRuns.get(process) };
-  if (state.releasedEarlier.has(process)) return { owner: state.releasedEarlier.get(process), run: state.releasedRunsEarlier.get(process) };
-  return undefined;
+  const i = generationOf(state, process);
+  return i < 0 ? undefined : { owner: state.releasedOwners[i]!.get(process), run: state.releasedRuns[i]!.get(process) };
 }
 
 /** A settled process was handed over (R35): a late notice of it goes to its new owner. */
 export function releasedHandedOff(state: State, process: string, to: string): void {
-  if (state.releasedOwners.has(process)) state.releasedOwners.set(process, to);
-  else if (state.releasedEarlier.has(process)) state.releasedEarlier.set(process, to);
+  const i = generationOf(state, process);
+  if (i >= 0) state.releasedOwners[i]!.set(process, to);
 }

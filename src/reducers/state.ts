@@ -111,25 +111,22 @@ export interface State {
   readonly delegations: Map<string, Delegation>;
   /**
    * The owners of processes whose completion was settled (delivered, consumed, dropped),
-   * so a late notice about one still goes to its owner and to nobody else. Kept in two
-   * generations: new entries go to `releasedOwners`; when it holds `rememberedOwners`,
-   * it becomes `releasedEarlier` and the generation before is dropped whole. So the
+   * so a late notice about one still goes to its owner and to nobody else. Kept in
+   * `releasedGenerations` generations, newest first: new entries go to the first; when it
+   * holds `releasedPerGeneration`, a new one starts and the oldest is dropped whole. So the
    * owners of at least the last `rememberedOwners` settled processes are known, and of
-   * at most twice as many, without a delete in a large, churned Map per settlement
-   * (docs/performance.md).
+   * about a third more at most, without a delete in a large, churned Map per settlement
+   * (docs/performance.md). An id settled again is in a newer generation too, which is the
+   * one that counts.
    */
-  releasedOwners: Map<string, string | undefined>;
-  /** The generation before `releasedOwners`; dropped whole when that one fills. */
-  releasedEarlier: Map<string, string | undefined>;
+  readonly releasedOwners: Map<string, string | undefined>[];
   /**
    * The last run (the seq of its start) of each process in `releasedOwners` that had one
    * (R33: a later replacement takes over that run only), in the same generations. A Map of
    * its own rather than an object beside the owner, so a settlement allocates no object
    * that lives for thousands of settlements (docs/performance.md has the rows measured).
    */
-  releasedRuns: Map<string, number>;
-  /** The runs of `releasedEarlier`. */
-  releasedRunsEarlier: Map<string, number>;
+  readonly releasedRuns: Map<string, number>[];
   /**
    * Delegations whose result reached a session (or was settled by the ledger): never again.
    * The one part of the state that grows with the history (about 50 bytes an id), on
@@ -166,12 +163,23 @@ export interface State {
 }
 
 /**
- * How many settled processes' owners the fold remembers at least (at most twice as many:
+ * How many settled processes' owners the fold remembers at least (about a third more at most:
  * see `State.releasedOwners`). Notices about a process come while it runs or just after it
  * exits; this is far more exits than can happen while a late notice is still on its way,
  * and bounds the memory (about 100 bytes an entry).
  */
 export const rememberedOwners = 8_192;
+
+/**
+ * The generations `State.releasedOwners` is kept in. With two, what was remembered swung
+ * between `rememberedOwners` and twice as many as the newer one filled and the older went
+ * (a checkpoint grew by half between two points of the same steady work); with four, it
+ * stays within a third of the least, for at most four Map lookups where two were made.
+ */
+export const releasedGenerations = 4;
+
+/** Settlements a generation of `State.releasedOwners` holds: the generations but the newest hold `rememberedOwners` between them. */
+export const releasedPerGeneration = Math.ceil(rememberedOwners / (releasedGenerations - 1));
 
 /**
  * A session as the fold first meets its key: not open, nothing queued, no budget. An ended
@@ -206,10 +214,8 @@ export function createState(parking: ParkingLimits = defaultParking, gateway: Ga
     aliases: new Map(),
     processes: new Map(),
     delegations: new Map(),
-    releasedOwners: new Map(),
-    releasedEarlier: new Map(),
-    releasedRuns: new Map(),
-    releasedRunsEarlier: new Map(),
+    releasedOwners: [new Map()],
+    releasedRuns: [new Map()],
     settled: new Set(),
     superseded: new Map(),
     supersededItems: new Map(),
