@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { History } from "../src/testing/history-builder.js";
 import { checkpointVersion } from "../src/reducers/checkpoint.js";
+import { releasedGenerations, releasedPerGeneration } from "../src/reducers/state.js";
 import { inspectFold, Projection } from "../src/projections/project.js";
 import { replay } from "../src/projections/replay.js";
 import type { Stored } from "../src/events/schema.js";
@@ -74,6 +75,24 @@ describe("checkpoints of the fold", () => {
     const resumed = Projection.resume({}, projection.checkpoint())!;
     expect(inspectFold(resumed).releasedRuns[0]!.get("orphan")).toBe(41);
     expect(inspectFold(resumed)).toEqual(inspectFold(projection));
+  });
+
+  it("keeps every generation of settled processes, newest first, and refuses a body with more than the fold keeps", () => {
+    // Enough settlements to fill every generation and drop the oldest: each run started,
+    // exited and consumed; the last runs with a start each, so their runs are kept too.
+    const h = new History().open("s1");
+    for (let i = 0; i < releasedGenerations * releasedPerGeneration + 100; i++) h.start(`p${i}`, "s1").exit(`p${i}`, 0).consume(`p${i}`, "ack");
+    const projection = new Projection();
+    for (const event of h.drain("s1").events) projection.push(event);
+    const state = inspectFold(projection);
+    expect(state.releasedOwners).toHaveLength(releasedGenerations);
+    expect(state.releasedOwners.slice(1).every((generation) => generation.size === releasedPerGeneration)).toBe(true);
+    const text = projection.checkpoint();
+    expect(inspectFold(Projection.resume({}, text)!)).toEqual(state);
+    // A fifth generation is not a layout this fold wrote: the checkpoint is passed over.
+    state.releasedOwners.push(new Map([["extra", "s1"]]));
+    state.releasedRuns.push(new Map());
+    expect(Projection.resume({}, projection.checkpoint())).toBeUndefined();
   });
 
   it("keeps a field named __proto__ in an event as a field, and undefined fields in their places", () => {
