@@ -11,9 +11,12 @@ import { join } from "node:path";
 import { openLog } from "../src/open.js";
 
 const dir = tempDir();
+// The hook runs on the loader's own thread, whose process.stderr reaches the fd through the
+// main thread: lines still on their way when the command exits were lost (on a loaded
+// machine, 7 of 28 once), so it writes to the fd itself.
 const listing = `data:text/javascript,${encodeURIComponent(
   `import { register } from "node:module";
-register("data:text/javascript," + encodeURIComponent('export async function resolve(s, c, n) { const r = await n(s, c); if (r.url.startsWith("file:")) process.stderr.write("LOADED " + r.url + "\\\\n"); return r; }'));`,
+register("data:text/javascript," + encodeURIComponent('import { writeSync } from "node:fs"; export async function resolve(s, c, n) { const r = await n(s, c); if (r.url.startsWith("file:")) writeSync(2, "LOADED " + r.url + "\\\\n"); return r; }'));`,
 )}`;
 
 /**
