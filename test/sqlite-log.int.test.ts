@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { firstValueFrom, take, toArray } from "rxjs";
 import { isLogError, openSqliteLog, type SqliteLog, type Stored } from "../src/events/index.js";
 import { ledgerOf } from "../src/ledger/projection.js";
-import { assertWritable } from "../src/events/validate.js";
+import { assertWritable, joinWritable } from "../src/events/validate.js";
 import { openLog as openAny, type OpenLogOptions } from "../src/open.js";
 
 const openLog = (path: string, options?: OpenLogOptions) => openAny(path, options) as Promise<SqliteLog>;
@@ -205,6 +205,27 @@ describe("sqlite log file", () => {
     // A batch never marked is checked as always.
     await expect(log.append([{ ...drainEvent("b"), consumer: 7 }] as never)).rejects.toMatchObject({ code: "invalid-events" });
     expect((await log.readPage()).length).toBe(1);
+    await log.close();
+  });
+
+  it("batches joined for one append (serve's gathered appends) are taken as checked only when every one was, and each keeps its mark", async () => {
+    const log = await openLog(fresh());
+    const checked: Record<string, unknown>[] = [{ ...drainEvent("a") }];
+    const alsoChecked: Record<string, unknown>[] = [{ ...drainEvent("b") }];
+    assertWritable(checked);
+    assertWritable(alsoChecked);
+    // Changed after the check, against assertWritable's contract: an append that checked again would refuse it.
+    checked[0]!["consumer"] = 7;
+    expect(await log.append(joinWritable([checked, alsoChecked] as never))).toEqual([1, 2]);
+    // The batch on its own is still taken as checked (a gathered append the log refused is sent again alone).
+    expect(await log.append(checked as never)).toEqual([3]);
+    // With one batch never checked, the joined batch is checked whole: the changed one is refused.
+    const changed: Record<string, unknown>[] = [{ ...drainEvent("c") }];
+    assertWritable(changed);
+    changed[0]!["consumer"] = 7;
+    const neverChecked: Record<string, unknown>[] = [{ ...drainEvent("d") }];
+    await expect(log.append(joinWritable([changed, neverChecked] as never))).rejects.toMatchObject({ code: "invalid-events" });
+    expect((await log.readPage()).length).toBe(3);
     await log.close();
   });
 

@@ -218,6 +218,17 @@ export function assertWritable(events: readonly unknown[]): asserts events is re
 }
 
 /**
+ * Batches as one array for one append (`serve`'s gathered appends): checked already, as
+ * `assertWritable` marks one, when every batch was. Each batch keeps its own mark, for an
+ * append of it alone.
+ */
+export function joinWritable(batches: readonly (readonly TurnfoldEvent[])[]): readonly TurnfoldEvent[] {
+  const joined = batches.flat();
+  if (batches.every((batch) => checkedBatches.has(batch))) checkedBatches.add(joined);
+  return joined;
+}
+
+/**
  * What an adapter writes: the batch checked (`assertValidEvents`, unless `assertWritable`
  * checked this array just before), then each event with
  * its secrets redacted (`redactEvent`), unless the log was opened with redaction off. With

@@ -13,6 +13,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { TurnfoldEvent } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
+import { joinWritable } from "../events/validate.js";
 import type { FoldQuery } from "../reducers/query.js";
 import { bearer, sameSecret, SessionDirectory, sessionToken } from "./auth.js";
 import { Authority } from "./authority.js";
@@ -100,7 +101,7 @@ async function appendGathered(log: EventStore, gathered: readonly Gathered[]): P
     const part = gathered.slice(from, to);
     from = to;
     try {
-      const seqs = await log.append(part.length === 1 ? part[0]!.events : part.flatMap((g) => g.events));
+      const seqs = await log.append(part.length === 1 ? part[0]!.events : joinWritable(part.map((g) => g.events)));
       let at = 0;
       for (const g of part) {
         g.resolve(seqs.slice(at, at + g.events.length));
