@@ -1,6 +1,6 @@
 /** R30, the wake budget: given a history, when it is replayed, then the turns are these. */
 import { describe, expect, it } from "vitest";
-import { Projection, type Output, type ProjectionOptions } from "../src/projections/project.js";
+import { inspectFold, Projection, type Output, type ProjectionOptions } from "../src/projections/project.js";
 import { replay } from "../src/projections/replay.js";
 import { History } from "./support/history.js";
 
@@ -115,6 +115,34 @@ describe("what an ended conversation keeps for its resume (issue 59: the rest is
     expect(fold(h).turns).toEqual([]);
     h.turnEnded("s1").drain("s1");
     expect(fold(h).turns.map((t) => t.members)).toEqual([["p1"]]);
+  });
+
+  it("nothing else: the fold holds it as its close alone (State.ended), and a key opened again is a session of its own once more", () => {
+    const h = new History().open("s1", "tui").completions("s1", ["p1"]).drain("s1").close("s1", "idle").open("s2", "tui").close("s2", "user");
+    const state = inspectFold(fold(h).projection);
+    expect([...state.sessions.keys()]).toEqual([]);
+    expect(state.ended).toEqual(new Map([["s1", "idle"], ["s2", "user"]]));
+    h.open("s1", "tui");
+    const after = inspectFold(fold(h).projection);
+    expect([...after.sessions.keys()]).toEqual(["s1"]);
+    expect(after.ended).toEqual(new Map([["s2", "user"]]));
+  });
+
+  it("its reason, through what comes for it later: closed by the user, then as idle, given a turn and opened again, what came for it meanwhile is dropped", () => {
+    const h = new History().open("s1", "tui").close("s1", "user").close("s1", "idle").turnStarted("s1").turnEnded("s1").completions("s1", ["p1"]);
+    expect(fold(h).projection.query.standing("s1")).toEqual({ live: false, why: "closed", reason: "user" });
+    h.open("s1", "tui").drain("s1");
+    expect(fold(h).turns).toEqual([]);
+  });
+
+  it("its reason at the end of a lineage: items for the retired key of a conversation its successor's user closed are dropped", () => {
+    const h = new History().open("a", "tui").compress("a", "b").close("b", "user").completions("a", ["p1"]);
+    const { projection } = fold(h);
+    expect(projection.query.tip("a")).toBe("b");
+    expect(projection.query.keyHolder("b")).toBe("b");
+    expect(projection.query.sessionCount).toBe(2);
+    h.open("b", "tui").drain("b");
+    expect(fold(h).turns).toEqual([]);
   });
 
   it("its over-budget count", () => {

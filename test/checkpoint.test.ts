@@ -108,15 +108,19 @@ describe("checkpoints of the fold", () => {
     expect(Object.keys(proc)).toEqual(Object.keys(inspectFold(projection).processes.get("p")!));
   });
 
-  it("writes an ended conversation as its close alone, and an open one without the fields a fresh session has; both come back whole", () => {
+  it("keeps an ended conversation as its close alone, in the fold and in its checkpoint, and an open one without the fields a fresh session has; both come back whole", () => {
     const h = new History().open("ended").open("idle-one", "cli").open("going").start("p1", "going").exit("p1", 0).close("ended", "user").close("idle-one", "idle");
     const projection = new Projection();
     for (const event of h.events) projection.push(event);
+    const state = inspectFold(projection);
+    expect([...state.sessions.keys()]).toEqual(["going"]);
+    expect(state.ended).toEqual(new Map([["ended", "user"], ["idle-one", "idle"]]));
     const text = projection.checkpoint();
-    // The sessions' Map, key after key: an ended one is its close; the open one names only
-    // the fields that differ from a fresh session's (a shape met here first: names, values).
-    expect(text).toContain('"ended","user","idle-one","idle","going",["k",["surface","open","queue","lastActAt"],');
-    expect(inspectFold(Projection.resume({}, text)!)).toEqual(inspectFold(projection));
+    // The open one names only the fields that differ from a fresh session's (a shape met here
+    // first: names, values); the ended ones are their closes.
+    expect(text).toContain('"going",["k",["surface","open","queue","lastActAt"],');
+    expect(text).toContain('["m",["ended","user","idle-one","idle"]]');
+    expect(inspectFold(Projection.resume({}, text)!)).toEqual(state);
   });
 
   it("writes a list of field names once: later records of the same shape are their values alone", () => {
@@ -172,7 +176,7 @@ describe("checkpoints of the fold", () => {
     const layout = Object.fromEntries([...found].map(([path, keys]) => [path, [...keys].sort().join(" ")]).sort(([a], [b]) => a!.localeCompare(b!)));
     expect({ version: checkpointVersion, layout }).toEqual({
       "layout": {
-        "state": "aliases defaultBudget defaultStaleAfterMs delegations gateway gatewayWindows now parked parking processes releasedOwners releasedRuns sessions settled superseded supersededItems unaddressed",
+        "state": "aliases defaultBudget defaultStaleAfterMs delegations ended gateway gatewayWindows now parked parking processes releasedOwners releasedRuns sessions settled superseded supersededItems unaddressed",
         "state.delegations{}": "failedTasks goal goals id owner resultMade",
         "state.gateway": "detailChars maxDetails windowMs",
         "state.gatewayWindows{}": "items key kind opensAt session",
@@ -189,7 +193,7 @@ describe("checkpoints of the fold", () => {
         "state.sessions{}.route": "chat platform",
         "state.superseded{}": "at by",
       },
-      "version": 9,
+      "version": 10,
     });
   });
 });

@@ -15,13 +15,13 @@
  * another kind, decodes to undefined, and the reader folds from further back.
  */
 import { textDigest } from "../events/digest.js";
-import { createState, freshSession, releasedGenerations, type Session, type State } from "./state.js";
+import { asFresh, createState, freshSession, releasedGenerations, type Session, type State } from "./state.js";
 
 /**
  * The layout of the encoded state. Bump it with any change to what `State` holds or to the
  * shape of its records (test/checkpoint.test.ts pins the field names of this version).
  */
-export const checkpointVersion = 9;
+export const checkpointVersion = 10;
 
 /** The fields of `State` that are settings, not folded: set from the reader's settings on decode. */
 const settingFields = new Set(["parking", "gateway", "defaultBudget", "defaultStaleAfterMs"]);
@@ -147,31 +147,18 @@ function expandGeneration(written: unknown): [Map<string, string | undefined>, M
 
 /**
  * Sessions as a checkpoint writes them: each one's fields that differ from a fresh
- * session's (`freshSession`), without its key (the Map's); an ended conversation that
- * keeps nothing but its close (most of those a long log has met) is the close's reason
- * alone. Over months of work that is most of what the checkpoint held (docs/performance.md).
+ * session's (`freshSession`), without its key (the Map's). Ended conversations that keep
+ * nothing but their close are not among them: the fold holds those as their reason alone
+ * (`State.ended`), and the checkpoint writes that Map as it is.
  */
-function compactSessions(sessions: ReadonlyMap<string, Session>): Map<string, string | Record<string, unknown>> {
-  const compact = new Map<string, string | Record<string, unknown>>();
-  // What a fresh session holds (its key is the Map's, and passed over).
-  const fresh = freshSession("") as unknown as Record<string, unknown>;
+function compactSessions(sessions: ReadonlyMap<string, Session>): Map<string, Record<string, unknown>> {
+  const compact = new Map<string, Record<string, unknown>>();
   for (const [key, session] of sessions) {
     const differs = Object.create(null) as Record<string, unknown>;
-    let count = 0;
-    for (const [field, value] of Object.entries(session)) {
-      if (field === "key" || sameAsFresh(value, fresh[field])) continue;
-      differs[field] = value;
-      count++;
-    }
-    compact.set(key, count === 1 && session.closed !== undefined ? session.closed : differs);
+    for (const [field, value] of Object.entries(session)) if (field !== "key" && !asFresh(field, value)) differs[field] = value;
+    compact.set(key, differs);
   }
   return compact;
-}
-
-/** Whether a session's field holds what a fresh session's does: the same scalar, or an empty list where it has one. */
-function sameAsFresh(value: unknown, fresh: unknown): boolean {
-  if (Array.isArray(fresh)) return Array.isArray(value) && value.length === 0;
-  return value === fresh;
 }
 
 /** The sessions `compactSessions` wrote, whole again; undefined when the body does not hold them so. */
@@ -179,13 +166,8 @@ function expandSessions(written: unknown): Map<string, Session> | undefined {
   if (!(written instanceof Map)) return undefined;
   const sessions = new Map<string, Session>();
   for (const [key, value] of written as Map<unknown, unknown>) {
-    if (typeof key !== "string") return undefined;
-    const session = freshSession(key);
-    // An ended conversation written as its close alone: the reason (the checksum vouches for it).
-    if (typeof value === "string") session.closed = value as Session["closed"];
-    else if (typeof value === "object" && value !== null && !Array.isArray(value) && !(value instanceof Map) && !(value instanceof Set)) Object.assign(session, value);
-    else return undefined;
-    sessions.set(key, session);
+    if (typeof key !== "string" || typeof value !== "object" || value === null || Array.isArray(value) || value instanceof Map || value instanceof Set) return undefined;
+    sessions.set(key, Object.assign(freshSession(key), value));
   }
   return sessions;
 }

@@ -6,20 +6,51 @@
 import type { Decisions } from "./decisions.js";
 import { gatewayAdmit } from "./gateway.js";
 import { enqueue, release } from "./items.js";
-import type { Item, Session, State } from "./state.js";
+import type { CloseReason, Item, Session, State } from "./state.js";
 
-/** Follows an extra key to its session, then compression successors to the tip. */
-export function lineageTip(state: State, ownerKey: string): Session | undefined {
-  let session = state.sessions.get(state.aliases.size === 0 ? ownerKey : (state.aliases.get(ownerKey) ?? ownerKey));
+/** The session the last `walk` stopped at, if the fold holds it whole (set by `walk`, read at once after it). */
+let walkedTo: Session | undefined;
+
+/**
+ * Follows an extra key to its session, then compression successors to the tip; returns the
+ * tip's key, and leaves its session in `walkedTo` (undefined when the fold holds no whole
+ * session under that key).
+ */
+function walk(state: State, ownerKey: string): string {
+  let key = state.aliases.size === 0 ? ownerKey : (state.aliases.get(ownerKey) ?? ownerKey);
+  let session = state.sessions.get(key);
   // Bounded walk: a (malformed) cycle of successors must not hang the fold.
   for (let hops = 0; session?.successor !== undefined && hops < 10_000; hops++) {
-    session = state.sessions.get(session.successor);
+    key = session.successor;
+    session = state.sessions.get(key);
   }
-  return session;
+  walkedTo = session;
+  return key;
 }
 
-export function isLive(session: Session | undefined): boolean {
-  return session !== undefined && session.open && session.closed === undefined && session.successor === undefined;
+/**
+ * Where a key's lineage ends (see `walk`): a session the fold holds whole, or the reason of
+ * an ended conversation it keeps as its close alone (`State.ended`); undefined for a key it
+ * does not know.
+ */
+export function lineageTip(state: State, ownerKey: string): Session | CloseReason | undefined {
+  const key = walk(state, ownerKey);
+  return walkedTo ?? (state.ended.size === 0 ? undefined : state.ended.get(key));
+}
+
+/** The key a lineage ends at (see `lineageTip`), when the fold knows it. */
+export function lineageTipKey(state: State, ownerKey: string): string | undefined {
+  const key = walk(state, ownerKey);
+  return walkedTo !== undefined || state.ended.has(key) ? key : undefined;
+}
+
+export function isLive(session: Session | CloseReason | undefined): session is Session {
+  return typeof session === "object" && session.open && session.closed === undefined && session.successor === undefined;
+}
+
+/** Why a lineage's tip was closed, if it was. */
+export function closedReason(tip: Session | CloseReason | undefined): CloseReason | undefined {
+  return typeof tip === "object" ? tip.closed : tip;
 }
 
 /** Puts a ready item where it belongs. */
@@ -30,14 +61,14 @@ export function place(state: State, item: Item, seq: number, out: Decisions): vo
     return;
   }
   const tip = lineageTip(state, item.owner);
-  if (tip !== undefined && isLive(tip)) {
+  if (isLive(tip)) {
     if (tip.surface === "gateway") {
       gatewayAdmit(state, tip, item, seq, out);
       return;
     }
     enqueue(tip, item);
     out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what: "queued", session: tip.key } });
-  } else if (tip?.closed === "user") {
+  } else if (closedReason(tip) === "user") {
     out.note?.({ seq, member: item.member, itemSeq: item.seq, fate: { what: "dropped", owner: item.owner } });
     release(state, item);
   } else {
@@ -74,7 +105,7 @@ export function expireParked(state: State, seq: number, out: Decisions): void {
 export function unpark(state: State, seq: number, out: Decisions): void {
   for (const item of [...state.parked]) {
     const tip = lineageTip(state, item.owner!);
-    if (tip === undefined || !isLive(tip)) continue;
+    if (!isLive(tip)) continue;
     state.parked.splice(state.parked.indexOf(item), 1);
     delete item.parkedAt;
     enqueue(tip, item);

@@ -154,7 +154,7 @@ function takeItemsOf(state: State, mine: (item: Item) => boolean, owner: string 
     queue.length = kept;
   };
   const tip = owner === undefined ? undefined : lineageTip(state, owner);
-  if (tip !== undefined) sift(tip.queue);
+  if (typeof tip === "object") sift(tip.queue);
   sift(state.unaddressed);
   if (state.parked.some(mine)) {
     for (const item of state.parked.filter(mine)) {

@@ -8,7 +8,7 @@
 import { nextTokenAt } from "./budget.js";
 import { stillSendable } from "./drain.js";
 import type { GatewayOptions, Item } from "./model.js";
-import { isLive, lineageTip } from "./ownership.js";
+import { isLive, lineageTip, lineageTipKey } from "./ownership.js";
 import { handOffRefusal, processOwner } from "./processes.js";
 import type { State } from "./state.js";
 
@@ -50,7 +50,7 @@ export class FoldQuery {
 
   /** The key of the session a key leads to: an extra key's session, then compression successors to the tip. */
   tip(key: string): string | undefined {
-    return lineageTip(this.#state, key)?.key;
+    return lineageTipKey(this.#state, key);
   }
 
   /**
@@ -66,7 +66,7 @@ export class FoldQuery {
   /** The tip of a key's lineage when that session is live (open, not closed, not retired); else undefined. */
   liveTip(key: string): string | undefined {
     const tip = lineageTip(this.#state, key);
-    return tip !== undefined && isLive(tip) ? tip.key : undefined;
+    return isLive(tip) ? tip.key : undefined;
   }
 
   /** The session that continues a key directly (its first compression successor), if any. */
@@ -87,12 +87,14 @@ export class FoldQuery {
   sendable(session: string): readonly Item[] {
     const tip = lineageTip(this.#state, session);
     if (tip === undefined) return [];
-    return [...tip.queue, ...this.#state.unaddressed].filter((item) => stillSendable(this.#state, item)).sort((a, b) => a.seq - b.seq);
+    // An ended conversation kept as its close has nothing queued; the unaddressed items are still offered.
+    return [...(typeof tip === "object" ? tip.queue : []), ...this.#state.unaddressed].filter((item) => stillSendable(this.#state, item)).sort((a, b) => a.seq - b.seq);
   }
 
   /** How many items the last drain of a key's tip left queued for want of a token (R30). */
   overBudget(session: string): number {
-    return lineageTip(this.#state, session)?.overBudget ?? 0;
+    const tip = lineageTip(this.#state, session);
+    return typeof tip === "object" ? tip.overBudget : 0;
   }
 
   /** Whether a delegation's result reached a session, or was settled by the ledger: never again. */
@@ -129,7 +131,10 @@ export class FoldQuery {
    */
   standing(key: string): Standing {
     const session = this.#state.sessions.get(key);
-    if (session === undefined) return { live: false, why: "unknown" };
+    if (session === undefined) {
+      const reason = this.#state.ended.get(key);
+      return reason === undefined ? { live: false, why: "unknown" } : { live: false, why: "closed", reason };
+    }
     if (session.successor !== undefined) return { live: false, why: "retired", continuedBy: this.liveTip(key) ?? this.tip(key)! };
     if (session.closed !== undefined) return { live: false, why: "closed", reason: session.closed };
     return session.open ? { live: true } : { live: false, why: "unknown" };
@@ -145,7 +150,7 @@ export class FoldQuery {
   /** The session a key answers for, if any: the session an extra key was given to, or the key itself when it names a session. */
   keyHolder(key: string): string | undefined {
     const state = this.#state;
-    return state.aliases.get(key) ?? (state.sessions.has(key) ? key : undefined);
+    return state.aliases.get(key) ?? (state.sessions.has(key) || state.ended.has(key) ? key : undefined);
   }
 
   /** How many items wait in sessions' queues and inboxes (not unaddressed or parked ones). */
@@ -158,9 +163,9 @@ export class FoldQuery {
     return n;
   }
 
-  /** How many session keys the fold knows (retired ones included). */
+  /** How many session keys the fold knows (retired and ended ones included). */
   get sessionCount(): number {
-    return this.#state.sessions.size;
+    return this.#state.sessions.size + this.#state.ended.size;
   }
 
   /** The gateway window and caps in force (R28). */

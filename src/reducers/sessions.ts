@@ -3,7 +3,7 @@ import type { EventOf, Stored } from "../events/schema.js";
 import type { Decisions } from "./decisions.js";
 import { insertInOrder, release } from "./items.js";
 import { isLive, lineageTip, place, unpark } from "./ownership.js";
-import { freshSession, type Session, type State } from "./state.js";
+import { endsAsItsClose, freshSession, type Session, type State } from "./state.js";
 
 function newSession(key: string, from?: Session): Session {
   const session = freshSession(key);
@@ -38,8 +38,30 @@ function endSession(session: Session): void {
   session.lastActAt = 0;
 }
 
+/**
+ * The whole session of an ended conversation kept as its close alone (`State.ended`), taken
+ * back into `sessions` for an event that changes it: a fresh session with its reason, as it
+ * was when it ended. Undefined when the key is not one of those.
+ */
+function revive(state: State, key: string): Session | undefined {
+  const closed = state.ended.get(key);
+  if (closed === undefined) return undefined;
+  state.ended.delete(key);
+  const session = freshSession(key);
+  session.closed = closed;
+  state.sessions.set(key, session);
+  return session;
+}
+
+/** A closed session that holds nothing but its close goes to `State.ended`, as its reason (issue 59: the fold keeps what is alive). */
+function keepEnded(state: State, session: Session): void {
+  if (!endsAsItsClose(session)) return;
+  state.sessions.delete(session.key);
+  state.ended.set(session.key, session.closed!);
+}
+
 export function sessionOpened(state: State, e: Stored<EventOf<"session.opened">>, out: Decisions): void {
-  const session = state.sessions.get(e.session) ?? newSession(e.session);
+  const session = state.sessions.get(e.session) ?? revive(state, e.session) ?? newSession(e.session);
   session.surface = e.surface;
   session.route = e.route;
   session.open = true;
@@ -56,7 +78,7 @@ export function sessionOpened(state: State, e: Stored<EventOf<"session.opened">>
   state.sessions.set(e.session, session);
   for (const key of e.keys ?? []) {
     // First claim wins: a key already answering for a session is never re-pointed.
-    if (!state.aliases.has(key) && !state.sessions.has(key)) state.aliases.set(key, e.session);
+    if (!state.aliases.has(key) && !state.sessions.has(key) && !state.ended.has(key)) state.aliases.set(key, e.session);
   }
   unpark(state, e.seq, out);
 }
@@ -67,7 +89,7 @@ export function sessionCompressed(state: State, e: Stored<EventOf<"session.compr
   // closed (or never opened) key is not a conversation that goes on.
   const retired = state.sessions.get(e.session);
   if (retired === undefined || !isLive(retired)) return;
-  const successor = state.sessions.get(e.successor) ?? newSession(e.successor, retired);
+  const successor = state.sessions.get(e.successor) ?? revive(state, e.successor) ?? newSession(e.successor, retired);
   state.sessions.set(e.successor, successor);
   // The successor continues the same conversation: same surface, same turn in progress.
   successor.open = true;
@@ -87,7 +109,7 @@ export function sessionCompressed(state: State, e: Stored<EventOf<"session.compr
 }
 
 export function sessionClosed(state: State, e: Stored<EventOf<"session.closed">>, out: Decisions): void {
-  let session = state.sessions.get(e.session);
+  let session = state.sessions.get(e.session) ?? revive(state, e.session);
   if (session === undefined) {
     // A key the fold never saw opened (an owner key of items parked for it, say) is closed
     // all the same: closed by the user, what waits for it is dropped, now and later (R13).
@@ -100,6 +122,7 @@ export function sessionClosed(state: State, e: Stored<EventOf<"session.closed">>
       session.closed = "user";
       dropParkedFor(state, session, e.seq, out);
     }
+    keepEnded(state, session);
     return;
   }
   session.closed = e.reason;
@@ -120,11 +143,15 @@ export function sessionClosed(state: State, e: Stored<EventOf<"session.closed">>
     }
     place(state, item, e.seq, out);
   }
+  keepEnded(state, session);
 }
 
 export function turnBoundary(state: State, e: Stored<EventOf<"turn.started"> | EventOf<"turn.ended">>): void {
-  const session = state.sessions.get(e.session);
-  if (session) session.busy = e.type === "turn.started";
+  // A turn started after a close is kept (a resume does not end it): the ended session is taken back whole for it.
+  const session = state.sessions.get(e.session) ?? (e.type === "turn.started" ? revive(state, e.session) : undefined);
+  if (session === undefined) return;
+  session.busy = e.type === "turn.started";
+  if (session.closed !== undefined) keepEnded(state, session);
 }
 
 function dropParkedFor(state: State, session: Session, seq: number, out: Decisions): void {

@@ -20,12 +20,15 @@ export interface InboxEntry {
   readonly staleAt?: number;
 }
 
+/** Why a session was closed: by the user, for idleness (R36), or by its host's timeout. */
+export type CloseReason = "user" | "idle" | "timeout";
+
 export interface Session {
   readonly key: string;
   surface: Surface;
   route: Route | undefined;
   open: boolean;
-  closed: "user" | "idle" | "timeout" | undefined;
+  closed: CloseReason | undefined;
   /** Set when compressed: this key is retired and the successor continues it. */
   successor: string | undefined;
   busy: boolean;
@@ -103,7 +106,17 @@ export interface Released {
 
 /** The projection's state: sessions, processes, delegations and queues, as structured identities (never rendered text, R19). */
 export interface State {
+  /** The sessions the fold holds whole: every key it met but the ended conversations in `ended`. */
   readonly sessions: Map<string, Session>;
+  /**
+   * Ended conversations that keep nothing but their close (most of those a long log has
+   * met): the key and the reason, instead of a whole session. Such a session is a fresh one
+   * (`freshSession`) but for its reason (`endsAsItsClose`), so the reason answers every
+   * question the session would (R13: dropped or parked; `standing`), and an event that
+   * changes it again (an opening, a compression into it, a turn, another close) takes it
+   * back into `sessions` first (`revive` in sessions.ts). A key is in one of the two.
+   */
+  readonly ended: Map<string, CloseReason>;
   /** Extra keys (a UI tab id, say) → the session key they answer for. */
   readonly aliases: Map<string, string>;
   /** Processes that can still make or suppress an item; an entry goes once its completion is settled. */
@@ -207,10 +220,30 @@ export function freshSession(key: string): Session {
   };
 }
 
+/** What a fresh session holds, field by field (its key aside). */
+const fresh = freshSession("") as unknown as Readonly<Record<string, unknown>>;
+
+/** Whether a session's field holds what a fresh session's does: the same scalar, or an empty list where it has one. */
+export function asFresh(field: string, value: unknown): boolean {
+  const expected = fresh[field];
+  return Array.isArray(expected) ? Array.isArray(value) && value.length === 0 : value === expected;
+}
+
+/**
+ * Whether a closed session holds nothing but its close: every other field as a fresh
+ * session's. The fold keeps such a session in `State.ended`, as its reason.
+ */
+export function endsAsItsClose(session: Session): boolean {
+  if (session.closed === undefined) return false;
+  for (const [field, value] of Object.entries(session)) if (field !== "key" && field !== "closed" && !asFresh(field, value)) return false;
+  return true;
+}
+
 /** A fresh projection state, with the parking and gateway limits in force. */
 export function createState(parking: ParkingLimits = defaultParking, gateway: GatewayOptions = defaultGateway, budget?: Budget, staleAfterMs?: number): State {
   return {
     sessions: new Map(),
+    ended: new Map(),
     aliases: new Map(),
     processes: new Map(),
     delegations: new Map(),
