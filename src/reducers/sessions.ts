@@ -23,11 +23,12 @@ function newSession(key: string, from?: Session): Session {
  * What an ended session keeps (issue 59): closed and not retired, it is never live again
  * but by a `session.opened` of its key, which sets its surface, route, stale-after setting
  * and last act anew. Until then nothing reads those, nor `open` (a closed session is not
- * live whatever it says), so they go back to a fresh session's, and a checkpoint writes an
- * ended conversation as its close alone. What a later event can still observe stays: the
- * reason (R13: items for a key the user closed are dropped), the budget's bucket (a resume
- * with the same budget keeps it, R30), the drain's over-budget count, and a turn started
- * after the close (a resume does not end it). test/budget.test.ts pins these.
+ * live whatever it says), so they go back to a fresh session's, and an ended conversation
+ * that keeps nothing else is held as its reason alone (`keepEnded`). What a later event can
+ * still observe stays: the reason (R13: items for a key the user closed are dropped), the
+ * budget's bucket (a resume with the same budget keeps it, R30), the drain's over-budget
+ * count, and a turn started after the close (a resume does not end it).
+ * test/budget.test.ts pins these.
  */
 function endSession(session: Session): void {
   if (session.successor !== undefined) return;
