@@ -8,15 +8,13 @@ import { gatewayAdmit } from "./gateway.js";
 import { enqueue, release } from "./items.js";
 import type { CloseReason, Item, Session, State } from "./state.js";
 
-/** The session the last `walk` stopped at, if the fold holds it whole (set by `walk`, read at once after it). */
-let walkedTo: Session | undefined;
-
 /**
- * Follows an extra key to its session, then compression successors to the tip; returns the
- * tip's key, and leaves its session in `walkedTo` (undefined when the fold holds no whole
- * session under that key).
+ * Where a key's lineage ends: follows an extra key to its session, then compression
+ * successors to the tip. The tip is a session the fold holds whole, or the reason of an
+ * ended conversation it keeps as its close alone (`State.ended`); undefined for a key it
+ * does not know.
  */
-function walk(state: State, ownerKey: string): string {
+export function lineageTip(state: State, ownerKey: string): Session | CloseReason | undefined {
   let key = state.aliases.size === 0 ? ownerKey : (state.aliases.get(ownerKey) ?? ownerKey);
   let session = state.sessions.get(key);
   // Bounded walk: a (malformed) cycle of successors must not hang the fold.
@@ -24,24 +22,7 @@ function walk(state: State, ownerKey: string): string {
     key = session.successor;
     session = state.sessions.get(key);
   }
-  walkedTo = session;
-  return key;
-}
-
-/**
- * Where a key's lineage ends (see `walk`): a session the fold holds whole, or the reason of
- * an ended conversation it keeps as its close alone (`State.ended`); undefined for a key it
- * does not know.
- */
-export function lineageTip(state: State, ownerKey: string): Session | CloseReason | undefined {
-  const key = walk(state, ownerKey);
-  return walkedTo ?? (state.ended.size === 0 ? undefined : state.ended.get(key));
-}
-
-/** The key a lineage ends at (see `lineageTip`), when the fold knows it. */
-export function lineageTipKey(state: State, ownerKey: string): string | undefined {
-  const key = walk(state, ownerKey);
-  return walkedTo !== undefined || state.ended.has(key) ? key : undefined;
+  return session ?? (state.ended.size === 0 ? undefined : state.ended.get(key));
 }
 
 export function isLive(session: Session | CloseReason | undefined): session is Session {

@@ -8,7 +8,7 @@
 import { nextTokenAt } from "./budget.js";
 import { stillSendable } from "./drain.js";
 import type { GatewayOptions, Item } from "./model.js";
-import { isLive, lineageTip, lineageTipKey } from "./ownership.js";
+import { isLive, lineageTip } from "./ownership.js";
 import { handOffRefusal, processOwner } from "./processes.js";
 import type { State } from "./state.js";
 
@@ -50,7 +50,10 @@ export class FoldQuery {
 
   /** The key of the session a key leads to: an extra key's session, then compression successors to the tip. */
   tip(key: string): string | undefined {
-    return lineageTipKey(this.#state, key);
+    const tip = lineageTip(this.#state, key);
+    if (typeof tip === "object" || tip === undefined) return tip?.key;
+    // An ended conversation kept as its close: it has no successor, so its key is the lineage's last.
+    return this.lineageFrom(this.sessionOf(key)).at(-1);
   }
 
   /**
