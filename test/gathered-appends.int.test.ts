@@ -1,7 +1,8 @@
 /**
  * `serve`'s appends that wait for the writer go to the log together: one append for many
  * requests, each answered with its own seqs, in order; and a request the log refuses in
- * such an append is answered alone, without costing the others theirs.
+ * such an append is answered alone, without costing the others theirs. A session's act
+ * that waits goes before the producers' appends that wait.
  */
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -10,7 +11,7 @@ import type { TurnfoldEvent } from "../src/events/schema.js";
 import type { EventStore } from "../src/events/store.js";
 import { invalidEvents } from "../src/events/validate.js";
 import { openLog } from "../src/open.js";
-import { createService } from "../src/service/server.js";
+import { createService, writerQueue } from "../src/service/server.js";
 import { call, producerToken } from "./support/serve.js";
 import { tempDir } from "./support/tmp.js";
 
@@ -84,4 +85,78 @@ describe("serve's appends that wait for the writer", () => {
       await log.close();
     }
   }, 30_000);
+
+  it("let a session's act that comes while they wait go first: the drain is stored before the appends that were waiting when it came", async () => {
+    const log = await openLog(fresh());
+    // The first producer's append is held until the test lets it go: the requests after it wait.
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let holding = false;
+    const store = new Proxy(log, {
+      get(target, name) {
+        if (name === "append") {
+          return async (events: readonly TurnfoldEvent[]) => {
+            if (holding) await held;
+            return target.append(events);
+          };
+        }
+        const value = Reflect.get(target, name, target) as unknown;
+        return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const service = await createService({ log: store, producerToken });
+    try {
+      const url = await service.listen("127.0.0.1", 0);
+      const opened = await call(url, "POST", "/v1/sessions", producerToken, { session: "s1", surface: "tui" });
+      expect(opened.status, opened.text).toBe(201);
+      holding = true;
+      const first = call(url, "POST", "/v1/events", producerToken, [exit("first")]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const waiting = ["w1", "w2", "w3"].map((p) => call(url, "POST", "/v1/events", producerToken, [exit(p)]));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const drain = call(url, "POST", "/v1/sessions/s1/drain", String(opened.body["token"]), { consumer: "tui-poller" });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      release();
+      const answers = await Promise.all([first, ...waiting, drain]);
+      for (const answer of answers) expect(answer.status, answer.text).toBe(200);
+      const order = (await readAll(log)).flatMap((e) => (e.type === "drain" ? ["drain"] : "process" in e ? [e.process] : []));
+      expect(order).toEqual(["first", "drain", "w1", "w2", "w3"]);
+    } finally {
+      release();
+      await service.close();
+      await log.close();
+    }
+  }, 30_000);
+});
+
+describe("serve's one writer", () => {
+  /** Queues `labels` behind a write that holds the writer until it is let go, and resolves to the order the writes ran in. */
+  async function ranOrder(labels: readonly string[]): Promise<string[]> {
+    const write = writerQueue();
+    const ran: string[] = [];
+    let release: () => void = () => undefined;
+    const first = write(() => new Promise<void>((resolve) => (release = resolve)), false);
+    const rest = labels.map((label) => write(async () => void ran.push(label), label.startsWith("act")));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    release();
+    await Promise.all([first, ...rest]);
+    return ran;
+  }
+
+  it("runs an act that waits before the appends that wait, at most four in a row, and each kind in the order it came", async () => {
+    expect(await ranOrder(["append1", "act1", "append2", "act2"])).toEqual(["act1", "act2", "append1", "append2"]);
+    expect(await ranOrder(["append1", "act1", "act2", "act3", "act4", "act5", "act6"])).toEqual(["act1", "act2", "act3", "act4", "append1", "act5", "act6"]);
+  });
+
+  it("never runs a write inside the call that queues it, and goes on after a write that fails", async () => {
+    const write = writerQueue();
+    const gathered: string[] = [];
+    const seen = write(async () => [...gathered], false);
+    // What the caller adds right after queueing (as `gathering` does) is there when the write runs.
+    gathered.push("added after");
+    expect(await seen).toEqual(["added after"]);
+    await expect(write(() => Promise.reject(new Error("refused")), true)).rejects.toThrow("refused");
+    await expect(write(() => { throw new Error("thrown"); }, false)).rejects.toThrow("thrown");
+    expect(await write(async () => "after", false)).toBe("after");
+  });
 });

@@ -58,6 +58,52 @@ interface Gathered {
   reject(error: unknown): void;
 }
 
+/** At most this many acts go ahead of producers' appends that wait, before those go. */
+const actsAhead = 4;
+
+/**
+ * One writer at a time, acts first: when the write in flight ends, a session act that
+ * waits goes before the producers' appends that wait (at most `actsAhead` in a row, so a
+ * stream of acts cannot hold producers back for ever). Reordering them changes no answer:
+ * none of the waiting requests has been answered, and an act judges the log as it finds
+ * it. It spares an act under load the gathered write queued ahead of it.
+ */
+export function writerQueue(): <T>(body: () => Promise<T>, act: boolean) => Promise<T> {
+  const acts: (() => void)[] = [];
+  const others: (() => void)[] = [];
+  let busy = false;
+  let actsInARow = 0;
+  const next = (): void => {
+    const takeAct = acts.length > 0 && (others.length === 0 || actsInARow < actsAhead);
+    const run = takeAct ? acts.shift() : others.shift();
+    if (run === undefined) {
+      busy = false;
+      return;
+    }
+    actsInARow = takeAct ? actsInARow + 1 : 0;
+    run();
+  };
+  return <T>(body: () => Promise<T>, act: boolean) =>
+    new Promise<T>((resolve, reject) => {
+      const run = () => {
+        let done: Promise<T>;
+        try {
+          done = body();
+        } catch (error) {
+          done = Promise.reject(error);
+        }
+        done.then(resolve, reject).finally(next);
+      };
+      if (busy) (act ? acts : others).push(run);
+      else {
+        busy = true;
+        actsInARow = act ? 1 : 0;
+        // Never at once: a caller (`gathering`) may still be adding to what `body` writes.
+        queueMicrotask(run);
+      }
+    });
+}
+
 /** At most this many events go to the log in one gathered append; the rest go in the next. */
 const gatheredEvents = 20_000;
 
@@ -65,7 +111,7 @@ const gatheredEvents = 20_000;
  * Appends through `oneWriter`, gathered: the appends that queue behind a write go to the
  * log together when their turn comes, one transaction (one lock, one commit) for all of
  * them, in the order they came, each answered with its own seqs. An act queued meanwhile
- * waits for that one write, not for one write per producer; a request that finds the
+ * waits for the write in flight only (`writerQueue`); a request that finds the
  * writer free is written at once (docs/performance.md, "Appends that wait go together").
  */
 function gathering(log: EventStore, oneWriter: <T>(body: () => Promise<T>) => Promise<T>): (events: TurnfoldEvent[]) => Promise<readonly number[]> {
@@ -142,12 +188,8 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   // appends on the condition that the end has not moved, and producers' appends through
   // this server wait while it does, so they cannot make it lose its race again and again
   // (on PostgreSQL, 6 of 14 drains got 503 with 8 producers; all of 20 in the test).
-  let writing: Promise<unknown> = Promise.resolve();
-  const oneWriter = <T>(body: () => Promise<T>): Promise<T> => {
-    const next = writing.then(body);
-    writing = next.catch(() => undefined);
-    return next;
-  };
+  const writer = writerQueue();
+  const oneWriter = <T>(body: () => Promise<T>): Promise<T> => writer(body, false);
   // Producers' appends that queue behind a write go to the log together when their turn
   // comes (see `gathering`).
   const write = gathering(log, oneWriter);
@@ -156,14 +198,14 @@ export async function createService(options: ServiceOptions): Promise<Service> {
     for (let attempt = 0; attempt < actAttempts; attempt++) {
       // The fold is brought to the log's end by reading what is new at once, not by waiting
       // for the tail's next look. Only another process's appends can make it lose now.
-      const result = await oneWriter(async () => {
+      const result = await writer(async () => {
         // The fold as far as the log reaches now; the append holds only if nothing came since.
         await runner.reached(await log.lastSeq());
         const end = runner.folded;
         judge(authority.query);
         const events = build();
         return { events, outcome: await log.appendAfter(end, events) };
-      });
+      }, true);
       if (result.outcome.ok) return appended(result.events, result.outcome.seqs);
     }
     throw new HttpError(503, { error: "the log changed under this request too many times in a row; nothing was appended, send it again" });
