@@ -20,23 +20,26 @@ let n = 0;
 const fresh = () => join(dir, `gathered-${n++}.sqlite`);
 const exit = (process: string): TurnfoldEvent => ({ type: "process.exited", at: Date.now(), process, exitCode: 0, reason: "exited", output: process, owner: "s1" });
 
-/** The log, with its appends counted and slowed (so requests queue behind each other), and refusing any batch that names `refused`. */
-function watched(log: EventStore, refused?: string) {
-  const batches: number[] = [];
-  const store = new Proxy(log, {
+/** The log with its `append` replaced by `append`, which is given the log's own to call; everything else as it is. */
+function withAppend(log: EventStore, append: (events: readonly TurnfoldEvent[], original: EventStore["append"]) => Promise<readonly number[]>): EventStore {
+  return new Proxy(log, {
     get(target, name) {
-      if (name === "append") {
-        return async (events: readonly TurnfoldEvent[]) => {
-          batches.push(events.length);
-          await new Promise((resolve) => setTimeout(resolve, 20));
-          const bad = events.findIndex((e) => "process" in e && e.process === refused);
-          if (bad !== -1) throw invalidEvents([{ where: `event ${bad}`, field: "process", reason: "refused by the test's log" }]);
-          return target.append(events);
-        };
-      }
+      if (name === "append") return (events: readonly TurnfoldEvent[]) => append(events, (e) => target.append(e));
       const value = Reflect.get(target, name, target) as unknown;
       return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
+  });
+}
+
+/** The log, with its appends counted and slowed (so requests queue behind each other), and refusing any batch that names `refused`. */
+function watched(log: EventStore, refused?: string) {
+  const batches: number[] = [];
+  const store = withAppend(log, async (events, append) => {
+    batches.push(events.length);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const bad = events.findIndex((e) => "process" in e && e.process === refused);
+    if (bad !== -1) throw invalidEvents([{ where: `event ${bad}`, field: "process", reason: "refused by the test's log" }]);
+    return append(events);
   });
   return { store, batches };
 }
@@ -92,17 +95,9 @@ describe("serve's appends that wait for the writer", () => {
     let release: () => void = () => undefined;
     const held = new Promise<void>((resolve) => (release = resolve));
     let holding = false;
-    const store = new Proxy(log, {
-      get(target, name) {
-        if (name === "append") {
-          return async (events: readonly TurnfoldEvent[]) => {
-            if (holding) await held;
-            return target.append(events);
-          };
-        }
-        const value = Reflect.get(target, name, target) as unknown;
-        return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-      },
+    const store = withAppend(log, async (events, append) => {
+      if (holding) await held;
+      return append(events);
     });
     const service = await createService({ log: store, producerToken });
     try {
