@@ -58,6 +58,7 @@ add("ownership", { description: "a key keeps its first successor: a second compr
 
 // Busy sessions and surfaces (R15–R19)
 add("surfaces", { description: "a busy session admits nothing; the next drain after its turn takes it all, grouped again", rules: ["R15"], history: H().open("s1").turnStarted("s1").completions("s1", ["a"]).drain("s1").completions("s1", ["b"]).turnEnded("s1").drain("s1") });
+add("surfaces", { description: "a turn started before its session opened counts: the session is busy from its opening until the turn ends", rules: ["R15"], history: H().turnStarted("s1").open("s1").completions("s1", ["a"]).drain("s1").turnEnded("s1").drain("s1") });
 add("surfaces", { description: "the CLI admits at a drain and sends one inbox entry per input.taken", rules: ["R16"], history: H().open("c", "cli").completions("c", ["a"]).start("w", "c").watch("w").completions("c", ["b"]).drain("c", "cli-idle").input("c").input("c").input("c") });
 add("surfaces", { description: "TUI consumers show one status line per item, even when the items share a turn", rules: ["R17"], statusLines: true, history: H().open("s1").completions("s1", ["ok", "bad"], { bad: 3 }).start("w", "s1").watch("w").drain("s1", "tui-post-turn") });
 add("surfaces", { description: "headless surfaces never dispatch on their own", rules: ["R18"], history: H().open("h", "api").completions("h", ["p"]).drain("h").open("o", "oneshot").completions("o", ["q"]).drain("o") });

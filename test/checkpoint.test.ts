@@ -176,7 +176,7 @@ describe("checkpoints of the fold", () => {
     const layout = Object.fromEntries([...found].map(([path, keys]) => [path, [...keys].sort().join(" ")]).sort(([a], [b]) => a!.localeCompare(b!)));
     expect({ version: checkpointVersion, layout }).toEqual({
       "layout": {
-        "state": "aliases defaultBudget defaultStaleAfterMs delegations ended gateway gatewayWindows now parked parking processes releasedOwners releasedRuns sessions settled superseded supersededItems unaddressed",
+        "state": "aliases defaultBudget defaultStaleAfterMs delegations ended gateway gatewayWindows now parked parking processes releasedOwners releasedRuns sessions settled startedUnmet superseded supersededItems unaddressed",
         "state.delegations{}": "failedTasks goal goals id owner resultMade",
         "state.gateway": "detailChars maxDetails windowMs",
         "state.gatewayWindows{}": "items key kind opensAt session",
@@ -193,7 +193,7 @@ describe("checkpoints of the fold", () => {
         "state.sessions{}.route": "chat platform",
         "state.superseded{}": "at by",
       },
-      "version": 10,
+      "version": 11,
     });
   });
 });

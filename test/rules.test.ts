@@ -240,6 +240,21 @@ describe("busy, surfaces and context (R15–R19)", () => {
     expect(brief(h)).toEqual(["completions:p1,p2"]);
   });
 
+  it("R15: a turn started for a key before the fold met it counts: the key is busy from its opening on, until the turn ends", () => {
+    // Found by the fuzzer: the fold dropped the start of a turn for a key it had not met.
+    const h = new History().turnStarted("s1").open("s1").completions("s1", ["p1"]).drain("s1");
+    expect(turnsOf(h)).toEqual([]);
+    h.turnEnded("s1").drain("s1");
+    expect(brief(h)).toEqual(["completions:p1"]);
+    // The same for a key first met as a successor, and not after the turn ended or the key closed.
+    const successor = new History().turnStarted("s2").open("s1").compress("s1", "s2").completions("s2", ["p1"]).drain("s2");
+    expect(turnsOf(successor)).toEqual([]);
+    const ended = new History().turnStarted("s1").turnEnded("s1").open("s1").completions("s1", ["p1"]).drain("s1");
+    expect(brief(ended)).toEqual(["completions:p1"]);
+    const closed = new History().turnStarted("s1").close("s1", "idle").open("s1").completions("s1", ["p1"]).drain("s1");
+    expect(brief(closed)).toEqual(["completions:p1"]);
+  });
+
   it("R16: the TUI dispatches at the drain; the CLI one inbox entry per input.taken", () => {
     const tui = new History().open("s1").completions("s1", ["p1"]).drain("s1");
     expect(turnsOf(tui).map((t) => t.seq)).toEqual([tui.events.length]);

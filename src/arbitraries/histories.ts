@@ -13,6 +13,8 @@ export type Step =
   | { readonly t: "compress"; readonly s: number }
   | { readonly t: "close"; readonly s: number; readonly reason: "user" | "idle" | "timeout" }
   | { readonly t: "turn"; readonly s: number }
+  /** A turn started for the key the next opening takes, before it is opened (a host can report a turn before its session opens). */
+  | { readonly t: "early" }
   | { readonly t: "start"; readonly owner: number; readonly notify: boolean; readonly watch: boolean }
   | { readonly t: "exit"; readonly p: number; readonly code: number; readonly reason: "exited" | "killed" | "lost" | "failedStart" }
   | { readonly t: "consume"; readonly p: number; readonly act: "wait" | "log" | "kill" | "ack" }
@@ -127,6 +129,7 @@ function stepArbitrary(mix: HistoryMix, surfaces: readonly Surface[]): fc.Arbitr
     w(mix.compress, fc.record({ t: fc.constant("compress" as const), s: small })),
     w(mix.close, fc.record({ t: fc.constant("close" as const), s: small, reason: fc.constantFrom("user" as const, "idle" as const, "timeout" as const) })),
     w(mix.turn, fc.record({ t: fc.constant("turn" as const), s: small })),
+    w(mix.turn / 4, fc.constant({ t: "early" as const })),
     w(mix.start, fc.record({ t: fc.constant("start" as const), owner: fc.oneof({ weight: 10, arbitrary: small }, { weight: 1, arbitrary: fc.constantFrom(-1, -2) }), notify: fc.constantFrom(true, true, true, false), watch: fc.boolean() })),
     w(mix.exit, fc.record({ t: fc.constant("exit" as const), p: small, code: fc.constantFrom(0, 0, 0, 1, 7), reason: fc.constantFrom("exited" as const, "exited" as const, "exited" as const, "killed" as const, "lost" as const, "failedStart" as const) })),
     w(mix.consume, fc.record({ t: fc.constant("consume" as const), p: small, act: fc.constantFrom("wait" as const, "log" as const, "kill" as const, "ack" as const) })),
@@ -189,9 +192,11 @@ export function interpret(plan: { readonly sessions: readonly (Surface | { reado
   const processes: { id: string; exited: boolean; owner: string | undefined }[] = [];
   const delegations: string[] = [];
   let counter = 0;
+  /** Keys a turn started for before they were opened (`early` steps). */
+  const early = new Set<string>();
   const open = (surface: Surface, extraKey: boolean, staleAfterMs?: number) => {
     const key = `s${sessions.length}`;
-    sessions.push({ key, surface, busy: false, live: true });
+    sessions.push({ key, surface, busy: early.delete(key), live: true });
     emit({ type: "session.opened", at: 0, session: key, surface, ...(extraKey ? { keys: [`${key}-tab`] } : {}), ...(staleAfterMs === undefined ? {} : { staleAfterMs }) });
   };
   plan.sessions.forEach((first) => (typeof first === "string" ? open(first, false) : open(first.surface, false, first.staleAfterMs)));
@@ -233,6 +238,14 @@ export function interpret(plan: { readonly sessions: readonly (Surface | { reado
         if (s) {
           emit({ type: s.busy ? "turn.ended" : "turn.started", at: 0, session: s.key });
           s.busy = !s.busy;
+        }
+        break;
+      }
+      case "early": {
+        const key = `s${sessions.length}`;
+        if (!early.has(key)) {
+          early.add(key);
+          emit({ type: "turn.started", at: 0, session: key });
         }
         break;
       }
@@ -350,10 +363,10 @@ export function interpret(plan: { readonly sessions: readonly (Surface | { reado
 
 /**
  * Valid recorded histories: sessions of every surface, extra keys, compression chains,
- * closes, busy turns, processes with and without notify and watches, exits of every
- * reason, consumptions and polls before and after admission, drains of every consumer,
- * `input.taken`, delegations with duplicate results and interim failures, unaddressed
- * and unprovable owners.
+ * closes, busy turns (some started before their session opens), processes with and without
+ * notify and watches, exits of every reason, consumptions and polls before and after
+ * admission, drains of every consumer, `input.taken`, delegations with duplicate results and
+ * interim failures, unaddressed and unprovable owners.
  *
  * @example
  * fc.assert(fc.property(histories({ sessions: 2, maxSteps: 30 }), (events) => replay(events).turns.length >= 0));

@@ -21,7 +21,7 @@ import { asFresh, createState, freshSession, releasedGenerations, type Session, 
  * The layout of the encoded state. Bump it with any change to what `State` holds or to the
  * shape of its records (test/checkpoint.test.ts pins the field names of this version).
  */
-export const checkpointVersion = 10;
+export const checkpointVersion = 11;
 
 /** The fields of `State` that are settings, not folded: set from the reader's settings on decode. */
 const settingFields = new Set(["parking", "gateway", "defaultBudget", "defaultStaleAfterMs"]);

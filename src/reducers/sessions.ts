@@ -54,6 +54,13 @@ function revive(state: State, key: string): Session | undefined {
   return session;
 }
 
+/** A session for a key the fold meets now (`from`: the one it continues), busy if a turn started for the key before (R15). */
+function meet(state: State, key: string, from?: Session): Session {
+  const session = newSession(key, from);
+  if (state.startedUnmet.delete(key)) session.busy = true;
+  return session;
+}
+
 /** A closed session that holds nothing but its close goes to `State.ended`, as its reason (issue 59: the fold keeps what is alive). */
 function keepEnded(state: State, session: Session): void {
   if (!endsAsItsClose(session)) return;
@@ -62,7 +69,7 @@ function keepEnded(state: State, session: Session): void {
 }
 
 export function sessionOpened(state: State, e: Stored<EventOf<"session.opened">>, out: Decisions): void {
-  const session = state.sessions.get(e.session) ?? revive(state, e.session) ?? newSession(e.session);
+  const session = state.sessions.get(e.session) ?? revive(state, e.session) ?? meet(state, e.session);
   session.surface = e.surface;
   session.route = e.route;
   session.open = true;
@@ -90,7 +97,7 @@ export function sessionCompressed(state: State, e: Stored<EventOf<"session.compr
   // closed (or never opened) key is not a conversation that goes on.
   const retired = state.sessions.get(e.session);
   if (retired === undefined || !isLive(retired)) return;
-  const successor = state.sessions.get(e.successor) ?? revive(state, e.successor) ?? newSession(e.successor, retired);
+  const successor = state.sessions.get(e.successor) ?? revive(state, e.successor) ?? meet(state, e.successor, retired);
   state.sessions.set(e.successor, successor);
   // The successor continues the same conversation: same surface, same turn in progress.
   successor.open = true;
@@ -114,7 +121,7 @@ export function sessionClosed(state: State, e: Stored<EventOf<"session.closed">>
   if (session === undefined) {
     // A key the fold never saw opened (an owner key of items parked for it, say) is closed
     // all the same: closed by the user, what waits for it is dropped, now and later (R13).
-    session = newSession(e.session);
+    session = meet(state, e.session);
     state.sessions.set(e.session, session);
   }
   if (session.closed !== undefined) {
@@ -150,7 +157,12 @@ export function sessionClosed(state: State, e: Stored<EventOf<"session.closed">>
 export function turnBoundary(state: State, e: Stored<EventOf<"turn.started"> | EventOf<"turn.ended">>): void {
   // A turn started after a close is kept (a resume does not end it): the ended session is taken back whole for it.
   const session = state.sessions.get(e.session) ?? (e.type === "turn.started" ? revive(state, e.session) : undefined);
-  if (session === undefined) return;
+  if (session === undefined) {
+    // A key the fold has not met: the turn counts once it does (R15), and only until it ends.
+    if (e.type === "turn.started") state.startedUnmet.add(e.session);
+    else state.startedUnmet.delete(e.session);
+    return;
+  }
   session.busy = e.type === "turn.started";
   if (session.closed !== undefined) keepEnded(state, session);
 }

@@ -117,6 +117,12 @@ export interface State {
    * back into `sessions` first (`revive` in sessions.ts). A key is in one of the two.
    */
   readonly ended: Map<string, CloseReason>;
+  /**
+   * Keys a turn started for before the fold met them (no opening, compression into them or
+   * close yet), until that turn ends: R15 counts the turn, so such a key is busy from the
+   * moment the fold meets it. A key is never both here and in `sessions` or `ended`.
+   */
+  readonly startedUnmet: Set<string>;
   /** Extra keys (a UI tab id, say) → the session key they answer for. */
   readonly aliases: Map<string, string>;
   /** Processes that can still make or suppress an item; an entry goes once its completion is settled. */
@@ -244,6 +250,7 @@ export function createState(parking: ParkingLimits = defaultParking, gateway: Ga
   return {
     sessions: new Map(),
     ended: new Map(),
+    startedUnmet: new Set(),
     aliases: new Map(),
     processes: new Map(),
     delegations: new Map(),
