@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { RecentBodies } from "../src/events/recent.js";
+import { bodyOf, toStored } from "../src/events/store.js";
 import { decodeJsonl, eventTypes, formatProblem, schemaVersion, validateEvent, type TurnfoldEvent } from "../src/events/index.js";
 
 describe("event schemas", () => {
@@ -79,9 +80,16 @@ describe("JSONL decoding", () => {
 });
 
 describe("RecentBodies (what a log handle reads back from memory)", () => {
+  // Odd seqs are flat events (kept as copies), even ones nested (kept as their JSON).
+  const event = (seq: number): TurnfoldEvent =>
+    seq % 2 === 1
+      ? { type: "process.exited", at: seq, process: `p${seq}`, exitCode: 0, reason: "exited", output: "" }
+      : { type: "session.opened", at: seq, session: `s${seq}`, surface: "tui", keys: [`k${seq}`] };
+  const stored = (seqs: number[]) => seqs.map((seq) => toStored({ seq, body: bodyOf(event(seq)) }));
+
   it("keeps one run of consecutive committed seqs, bounded, and starts again after a gap or a transaction too big to keep", () => {
     const recent = new RecentBodies(4);
-    const write = (seqs: number[]) => seqs.forEach((seq) => recent.write(seq, `b${seq}`));
+    const write = (seqs: number[]) => seqs.forEach((seq) => recent.write(seq, event(seq), bodyOf(event(seq))));
     // Nothing is kept until someone listens for the handle's appends.
     write([0]);
     recent.commit();
@@ -90,30 +98,50 @@ describe("RecentBodies (what a log handle reads back from memory)", () => {
     write([1, 2, 3]);
     expect(recent.from(1, 10)).toBeUndefined();
     recent.commit();
-    expect(recent.from(2, 10)).toEqual(["b2", "b3"]);
+    expect(recent.from(2, 10)).toEqual(stored([2, 3]));
     write([4]);
     recent.rollback();
     expect(recent.last).toBe(3);
     // Another writer took 4 and 5.
     write([6, 7]);
     recent.commit();
-    expect([recent.from(3, 10), recent.from(6, 1), recent.last]).toEqual([undefined, ["b6"], 7]);
+    expect([recent.from(3, 10), recent.from(6, 1), recent.last]).toEqual([undefined, stored([6]), 7]);
     write([8, 9, 10, 11, 12, 13, 14]);
     recent.commit();
     expect([recent.from(6, 10), recent.last]).toEqual([undefined, 0]);
     write([15]);
     recent.commit();
-    expect(recent.from(15, 10)).toEqual(["b15"]);
+    expect(recent.from(15, 10)).toEqual(stored([15]));
     for (let seq = 16; seq <= 24; seq++) (write([seq]), recent.commit());
     expect(recent.from(15, 10)).toBeUndefined();
-    expect(recent.from(21, 10)).toEqual(["b21", "b22", "b23", "b24"]);
+    expect(recent.from(21, 10)).toEqual(stored([21, 22, 23, 24]));
     // Seqs out of order in one transaction are not kept either.
     write([25, 27]);
     recent.commit();
     expect([recent.from(24, 10), recent.last]).toEqual([undefined, 0]);
     write([28]);
     recent.commit();
-    expect(recent.from(28, 10)).toEqual(["b28"]);
+    expect(recent.from(28, 10)).toEqual(stored([28]));
+  });
+
+  it("makes each event afresh for each read, as its stored JSON reads back, whatever the caller does to what it appended", () => {
+    const recent = new RecentBodies(8);
+    recent.listen();
+    const flat = { type: "process.exited", at: 1, process: "p1", exitCode: 0, reason: "exited", output: "ok", seq: 99 } as TurnfoldEvent;
+    const nested = { type: "session.opened", at: 2, session: "s1", surface: "tui", keys: ["k1"] } as TurnfoldEvent;
+    recent.write(1, flat, bodyOf(flat));
+    recent.write(2, nested, bodyOf(nested));
+    recent.commit();
+    const expected = [toStored({ seq: 1, body: bodyOf(flat) }), toStored({ seq: 2, body: bodyOf(nested) })];
+    (flat as { output: string }).output = "changed";
+    (nested as { keys: string[] }).keys.push("k2");
+    const first = recent.from(1, 2)!;
+    expect(first).toEqual(expected);
+    // The seq comes last, as `toStored` puts it, and an appended event's own seq is not kept.
+    expect(Object.keys(first[0]!)).toEqual(Object.keys(expected[0]!));
+    (first[0] as { output: string }).output = "read and changed";
+    expect(recent.from(1, 2)).toEqual(expected);
+    expect(recent.from(1, 1)![0]).not.toBe(first[0]);
   });
 });
 

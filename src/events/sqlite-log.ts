@@ -340,7 +340,7 @@ export class SqliteLog implements EventStore {
         for (let i = 0; i < count; i++) {
           const e = events[from + i]!;
           const seq = last - count + 1 + i;
-          this.#recent.write(seq, bodies[i]!);
+          this.#recent.write(seq, e, bodies[i]!);
           if (inline.has(e.type)) applyInline(this.projections, { ...e, seq } as Stored, this.#rows.get, this.#rows.put);
           seqs[from + i] = seq;
         }
@@ -491,7 +491,7 @@ export class SqliteLog implements EventStore {
         // short page must still be the log's end: another process may have appended since.
         const recent = this.#recent.from(from, limit);
         if (recent !== undefined && (recent.length === limit || this.#last.get() === this.#recent.last)) {
-          return recent.map((body, i) => toStored({ seq: from + i, body }));
+          return recent;
         }
       }
       const rows = (

@@ -207,3 +207,24 @@ export function toStored(row: { readonly seq: number; readonly body: string }): 
   event.seq = row.seq;
   return event as Stored;
 }
+
+/**
+ * What `toStored` reads back from `bodyOf(event)` at `seq`, made without JSON, for a flat
+ * event: a plain object whose values are all strings, finite numbers, booleans or null.
+ * The copy then shares nothing with the event. Undefined for any other event (a nested
+ * value, an `undefined` or a number JSON would change, a key an assignment cannot make),
+ * which is read back through JSON.
+ */
+export function flatStored(event: TurnfoldEvent, seq: number): Stored | undefined {
+  if (Object.getPrototypeOf(event) !== Object.prototype) return undefined;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(event)) {
+    if (key === "seq") continue;
+    if (key === "__proto__") return undefined;
+    const value = (event as Record<string, unknown>)[key];
+    if (typeof value === "string" || typeof value === "boolean" || value === null || (typeof value === "number" && Number.isFinite(value) && !Object.is(value, -0))) copy[key] = value;
+    else return undefined;
+  }
+  copy["seq"] = seq;
+  return copy as Stored;
+}
