@@ -130,7 +130,7 @@ function stepArbitrary(mix: HistoryMix, surfaces: readonly Surface[]): fc.Arbitr
     w(mix.close, fc.record({ t: fc.constant("close" as const), s: small, reason: fc.constantFrom("user" as const, "idle" as const, "timeout" as const) })),
     w(mix.turn, fc.record({ t: fc.constant("turn" as const), s: small })),
     w(mix.turn / 4, fc.constant({ t: "early" as const })),
-    w(mix.start, fc.record({ t: fc.constant("start" as const), owner: fc.oneof({ weight: 10, arbitrary: small }, { weight: 1, arbitrary: fc.constantFrom(-1, -2) }), notify: fc.constantFrom(true, true, true, false), watch: fc.boolean() })),
+    w(mix.start, fc.record({ t: fc.constant("start" as const), owner: fc.oneof({ weight: 10, arbitrary: small }, { weight: 1, arbitrary: fc.constantFrom(-1, -2, -3) }), notify: fc.constantFrom(true, true, true, false), watch: fc.boolean() })),
     w(mix.exit, fc.record({ t: fc.constant("exit" as const), p: small, code: fc.constantFrom(0, 0, 0, 1, 7), reason: fc.constantFrom("exited" as const, "exited" as const, "exited" as const, "killed" as const, "lost" as const, "failedStart" as const) })),
     w(mix.consume, fc.record({ t: fc.constant("consume" as const), p: small, act: fc.constantFrom("wait" as const, "log" as const, "kill" as const, "ack" as const) })),
     w(mix.poll, fc.record({ t: fc.constant("poll" as const), p: small })),
@@ -251,9 +251,10 @@ export function interpret(plan: { readonly sessions: readonly (Surface | { reado
       }
       case "start": {
         const id = `p${++counter}`;
-        // Owners: a session (or its extra key), nobody (unaddressed), or a key nobody answers for.
+        // Owners: a session (or its extra key), nobody (unaddressed), a key nobody answers
+        // for, or the key the next opening takes (its items wait, parked, until it opens).
         const s = step.owner >= 0 ? pick(sessions, step.owner) : undefined;
-        const owner = step.owner === -2 ? "stranger" : s === undefined ? undefined : step.owner % 3 === 2 ? `${s.key}-tab` : s.key;
+        const owner = step.owner === -2 ? "stranger" : step.owner === -3 ? `s${sessions.length}` : s === undefined ? undefined : step.owner % 3 === 2 ? `${s.key}-tab` : s.key;
         processes.push({ id, exited: false, owner });
         emit({ type: "process.started", at: 0, process: id, command: `job ${id}`, notify: step.notify, ...(owner ? { owner } : {}), ...(step.watch ? { watch: ["ERROR"] } : {}) });
         break;
