@@ -99,6 +99,12 @@ test.prop([histories({ mix: { stale: 3, wait: 3, delegate: 6 } })])("R34: a dele
   }
 });
 
+/** Whether an item sat in a CLI inbox just before `seq`: its last fate before then was its admission by a CLI drain. */
+function inInboxBefore(t: Traced, itemSeq: number, seq: number): boolean {
+  const last = t.notes.findLast((n) => n.itemSeq === itemSeq && n.seq < seq);
+  return last?.fate.what === "admitted" && last.fate.consumer.startsWith("cli-");
+}
+
 test.prop([handoffs])("R35: after a handoff, no item of the process reaches any session but the new owner's lineage", (events) => {
   const t = traced(events);
   const admitted = admissions(t);
@@ -111,6 +117,10 @@ test.prop([handoffs])("R35: after a handoff, no item of the process reaches any 
       const lastStart = events.findLast((e) => e.seq < admittedAt && e.type === "process.started" && e.process === item.process)?.seq ?? 0;
       const handoff = effective.findLast((h) => h.process === item.process && h.seq < admittedAt && h.seq > lastStart);
       if (handoff === undefined) continue;
+      // An item already in a CLI inbox at the handoff stays there, and a close that is not
+      // the user's keeps it for that session's reopening (SPEC's settled details): it is
+      // the first owner's, even when a later drain of that owner admits it again.
+      if (inInboxBefore(t, itemSeq, handoff.seq)) continue;
       expect(turn.session, `${item.process} handed to ${handoff.to} at seq ${handoff.seq}`).toBe(ownerAt(events, handoff.to, turn.seq));
     }
   }

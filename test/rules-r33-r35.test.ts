@@ -208,6 +208,14 @@ describe("R35: handing a process over", () => {
     expect(brief(h)).toEqual(["child:completions:p"]);
   });
 
+  it("an item in a CLI inbox at the handoff stays its session's through a close that is not the user's and a reopening", () => {
+    // Shrunk by the fuzzer (seed 1041262726) against the property, whose reading was wrong:
+    // it judged the item at its second admission, after the reopening.
+    const h = new History().open("parent", "cli").open("child", "cli").start("p", "child").watch("p").drain("child", "cli-idle").handOff("p", "child", "parent").close("child", "timeout").open("child", "cli");
+    h.drain("parent", "cli-idle").input("parent").drain("child", "cli-idle").input("child");
+    expect(brief(h)).toEqual(["child:watch:p"]);
+  });
+
   it("handing over to a closed session parks the items, counting from the handoff", () => {
     const h = new History().open("child").open("parent").close("parent", "idle").start("p", "child").exit("p").wait(500_000).handOff("p", "child", "parent");
     h.wait(200_000).open("parent").drain("parent");
