@@ -38,6 +38,20 @@ describe("the default rules against the corpora", () => {
     for (const s of corpus) expect(scanText(s.line).map((h) => h.rule), s.line.slice(0, 60)).toContain(s.rule);
   });
 
+  it("a header or bearer rule ends at its line: a key that opens a block, or a word at a line's end, leaves the next line as it was", () => {
+    const texts = [
+      "token_type: bearer\npasswordless sudo is configured",
+      "securitySchemes:\n  authorization:\n    type: oauth2",
+      "cookie:\n  secure: true\n  sameSite: lax",
+      "Proxy-Authorization=\nnext line stays",
+    ];
+    for (const text of texts) expect(redact(text), text).toBe(text);
+    // On its own line each still hides what follows it.
+    expect(redact("Authorization: Basic dXNlcjpTdXAzclMzY3JldA==")).toBe("Authorization: [redacted]");
+    expect(redact("cookie: sid=abc123def456")).toBe("cookie: [redacted]");
+    expect(redact("using bearer abcdef123456789 now")).toBe("using bearer [redacted] now");
+  });
+
   it("names hold secrets by their words, not by a letter run inside another word", () => {
     for (const name of ["DB_PASSWORD", "clientSecret", "X-Api-Key", "PGPASSWORD", "_authToken", "AWS_SECRET_ACCESS_KEY", "SESSION_ID", "Pwd", "api.key"]) expect(isSecretName(name), name).toBe(true);
     for (const name of ["Author", "PWD", "OLDPWD", "max_tokens", "PASSWORD_FILE", "token_type", "session_timeout", "password-stdin", "keyboard", "monkey", "passage"]) expect(isSecretName(name), name).toBe(false);

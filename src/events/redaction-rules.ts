@@ -239,8 +239,10 @@ const placeRules: RedactionRule[] = [
   },
   {
     // Authorization and Proxy-Authorization headers, whatever the scheme (Basic, Bearer, Digest, a bare token).
+    // A header is one line: only blanks around the separator, as for assignments, so a
+    // YAML key that opens a block (`authorization:` and its fields below) keeps them.
     name: "authorization-header",
-    pattern: /\b((?:Proxy-)?Authorization["']?\s*[:=]\s*["']?)[^\r\n"']+/gi,
+    pattern: /\b((?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*["']?)[^\r\n"']+/gi,
     replace: `$1${redacted}`,
     trigger: new RegExp(anyCase("authorization")),
     gate: punctuated,
@@ -248,7 +250,7 @@ const placeRules: RedactionRule[] = [
   {
     // Cookie and Set-Cookie headers: the whole value.
     name: "cookie-header",
-    pattern: /\b((?:Set-)?Cookie\s*:\s*)[^\r\n"']+/gi,
+    pattern: /\b((?:Set-)?Cookie[ \t]*:[ \t]*)[^\r\n"']+/gi,
     replace: `$1${redacted}`,
     trigger: new RegExp(anyCase("cookie")),
     gate: punctuated,
@@ -256,7 +258,7 @@ const placeRules: RedactionRule[] = [
   {
     // Bearer tokens outside a header (a log line, a curl trace).
     name: "bearer",
-    pattern: /\b(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi,
+    pattern: /\b(Bearer[ \t]+)[A-Za-z0-9._~+/=-]{8,}/gi,
     replace: `$1${redacted}`,
     trigger: new RegExp(anyCase("bearer")),
     gate: tokenShaped,
