@@ -114,10 +114,17 @@ export function isSecretName(name: string): boolean {
 
 /**
  * Values that are not secrets: empty or one character, a reference to one
- * (`$VAR`, `${VAR}`, `{{ .Token }}`, `%(pw)s`), a mask (`****`, `xxxx`), an earlier
- * redaction, a placeholder in angle brackets, a boolean or nothing.
+ * (`$VAR`, `${VAR}`, `$(cat file)`, `{{ .Token }}`, `${{ secrets.X }}`, `<%= ENV["X"] %>`,
+ * `%(pw)s`), a mask (`****`, `xxxx`), an earlier redaction, a placeholder in angle brackets,
+ * a boolean or nothing, or a word that reports a state (`auth: ok`, `session: expired`).
  */
-const notSecret = /^(?:.?|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*|%\(.*|<[^>]*>|\[[A-Za-z -]*\]|([*xX#.-])\1*|true|false|null|nil|none|undefined|yes|no|on|off|required|optional|unset|empty|hidden|redacted|masked|\*+.*)$/i;
+const notSecret = /^(?:.?|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\$\(.*|\$?\{\{.*|<%.*|%\(.*|<[^>]*>|\[[A-Za-z -]*\]|([*xX#.-])\1*|true|false|null|nil|none|undefined|yes|no|on|off|required|optional|unset|empty|hidden|redacted|masked|\*+.*|ok|okay|failed|succeeded|successful|passed|skipped|pending|denied|granted|expired|missing|enabled|disabled|valid|invalid|revoked)[,;.]?$/i;
+
+/** A name that is only `pass`: in test output (`pass: 120`, `PASS=120`) a count, not a password, when its value is a number. */
+const passCount = (name: string, value: string) => /^\d+[,;.]?$/.test(value) && /^pass$/i.test(name);
+
+/** `Unexpected token: punc`, `expected token: IDENT`: a parser's message names a kind of token, not a secret. */
+const parserToken = /\b(?:un)?expected[ \t]+$/i;
 
 export function isSecretValue(value: string): boolean {
   return !notSecret.test(value);
@@ -147,7 +154,7 @@ const codeReference = /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?:\(.*)?;?$/;
 
 /** The match with its value replaced, when its name holds a secret and the value is not a placeholder; else the match as it is. */
 function hideValue(match: string, name: string, value: string): string {
-  if (!isSecretName(name) || !isSecretValue(value) || codeReference.test(value)) return match;
+  if (!isSecretName(name) || !isSecretValue(value) || codeReference.test(value) || passCount(name, value)) return match;
   const at = match.lastIndexOf(value);
   return match.slice(0, at) + redacted + match.slice(at + value.length);
 }
@@ -168,8 +175,9 @@ const assignmentRules: RedactionRule[] = [
     // `name: value` of a line (`src/a.ts:12:5 - error TS2322: Type …`) is passed over by the
     // expression instead of being handed to `hideValue` to be turned down.
     pattern: new RegExp(String.raw`(?<![A-Za-z0-9_-])(["']?)((?=[A-Za-z0-9_.-]*?${wordPart})${name})\1[ \t]*(:=|:|=>?)([ \t]*)${value}(?=([ \t]+[A-Za-z])?)`, "g"),
-    replace: (match: string, _quote: string, n: string, separator: string, blank: string, dq?: string, sq?: string, bare?: string, prose?: string) => {
+    replace: (match: string, _quote: string, n: string, separator: string, blank: string, dq?: string, sq?: string, bare?: string, prose?: string, at?: number, text?: string) => {
       if (bare !== undefined && separator === ":") {
+        if (/^token$/i.test(n) && at !== undefined && text !== undefined && parserToken.test(text.slice(Math.max(0, at - 12), at))) return match;
         // `file.rs:42:9`, `auth::tests`, `pkg/auth.py:12`: a place in code, not a key and its value.
         if (blank === "" && (n.includes(".") || /^[:/]/.test(bare) || /^\d+(?::\d+)*\W?$/.test(bare))) return match;
         // `auth: rotate the session token`: a heading and a sentence (a short lower-case word

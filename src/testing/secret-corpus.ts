@@ -378,6 +378,17 @@ checksum d41d8cd98f00b204e9800998ecf8427e  README.md
 the API key rotation is scheduled for Friday
 rotate secrets quarterly; see the runbook
 passwords must be at least 12 characters long
+SyntaxError: Unexpected token: punc ())
+error: expected token: IDENT, found: '='
+  secret_key_base: <%= ENV["SECRET_KEY_BASE"] %>
+      password: ${"$"}{{ secrets.DB_PASSWORD }}
+TOKEN=$(cat /run/secrets/token)
+auth: ok
+session: expired
+ok 14 - auth: failed login is refused
+pass: 120, fail: 0, skip: 3
+tests pass=120 fail=0
+PASS=120 FAIL=0
 `
   .split("\n")
   .filter((line) => line.trim() !== "");
