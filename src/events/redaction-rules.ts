@@ -190,6 +190,17 @@ const assignmentRules: RedactionRule[] = [
     gate: punctuated,
   },
   {
+    // A name and its value as two fields of one entry: `- name: DB_PASSWORD` with
+    // `value: …` on the next line (Kubernetes, Compose), `{"name": "API_TOKEN", "value": "…"}`
+    // on one line or two (ECS, `kubectl get -o json`), `Name:`/`Value:` (CloudFormation).
+    // The value must follow its name at once: at most a comma and one line break between.
+    name: "name-value",
+    pattern: new RegExp(String.raw`(["']?)[Nn]ame\1[ \t]*:[ \t]*(["']?)(${name})\2[ \t]*,?[ \t]*(?:\r?\n[ \t]*)?(["']?)[Vv]alue\4[ \t]*:[ \t]*${value}`, "g"),
+    replace: (match: string, _q: string, _nq: string, n: string, _vq: string, dq?: string, sq?: string, bare?: string) => hideValue(match, n, dq ?? sq ?? bare ?? ""),
+    trigger: /[Vv]alue["']?[ \t]*:/,
+    gate: punctuated,
+  },
+  {
     // <password>value</password>, <apiKey>value</apiKey>
     name: "xml-element",
     // A text that ends inside the element (before or in its closing tag) counts too.

@@ -82,6 +82,18 @@ export function secretCorpus(seed = 20261203): SecretLine[] {
     const v = g.alnum(20);
     add("xml-element", v, `    <${tag}>${v}</${tag}>`);
   }
+  {
+    // A name and its value as two fields: Kubernetes and Compose env lists, ECS task
+    // definitions, CloudFormation parameters, as `kubectl get -o yaml` or `aws … describe` print them.
+    const v = g.password();
+    add("name-value", v, `        env:\n        - name: DB_PASSWORD\n          value: ${v}\n        - name: LOG_LEVEL\n          value: info`);
+    const w = g.alnum(24);
+    add("name-value", w, `"environment":[{"name":"API_TOKEN","value":"${w}"},{"name":"REGION","value":"eu-west-1"}]`);
+    const x = g.urlsafe(32);
+    add("name-value", x, `            {\n                "name": "CLIENT_SECRET",\n                "value": "${x}"\n            },`);
+    const y = g.password();
+    add("name-value", y, `  - Name: MasterUserPassword\n    Value: '${y}'`);
+  }
   for (const flag of ["--password", "--token", "--api-key", "--client-secret", "--db-password"]) {
     const v = g.alnum(18);
     add("flag", v, `+ ./manage.py migrate ${flag} ${v} --verbose`);
