@@ -55,6 +55,15 @@ export function punctuated(text: string): boolean {
   return false;
 }
 
+/**
+ * The gate of the SQL rules: a quote (SQL's passwords are quoted literals) or the word
+ * `IDENTIFIED` (Oracle's may be bare). A `CREATE USER … PASSWORD '…'` line holds none of the
+ * punctuation `punctuated` looks for, and test output seldom holds either of these.
+ */
+export function sqlShaped(text: string): boolean {
+  return text.indexOf("'") !== -1 || text.indexOf("IDENTIFIED") !== -1 || text.indexOf("identified") !== -1;
+}
+
 /** An expression's source that matches `word` in any case, without the `i` flag: V8 scans a case-insensitive expression several times slower. */
 function anyCase(word: string): string {
   return [...word].map((c) => (c.toLowerCase() === c.toUpperCase() ? c : `[${c.toUpperCase()}${c.toLowerCase()}]`)).join("");
@@ -289,6 +298,33 @@ const placeRules: RedactionRule[] = [
     replace: `$1${redacted}`,
     trigger: /AccountKey|SharedAccess|AccessKey|sig=/,
     gate: punctuated,
+  },
+  {
+    // A password in SQL, as a migration or a setup script echoes it: `CREATE USER app WITH
+    // PASSWORD 'x'`, `ENCRYPTED PASSWORD 'x'`, `SET PASSWORD FOR 'u'@'h' = 'x'`, `PASSWORD('x')`.
+    // Keywords in upper or lower case, as SQL is written.
+    name: "sql-password",
+    pattern: /\b((?:PASSWORD|password|Password)(?:[ \t]+(?:FOR|for)[ \t]+[^\s=]+)?(?:[ \t]*=[ \t]*|[ \t]*\([ \t]*|[ \t]+))'[^'\r\n]*'/g,
+    replace: `$1'${redacted}'`,
+    trigger: /PASSWORD|[Pp]assword/,
+    gate: sqlShaped,
+  },
+  {
+    // MySQL's and Oracle's `IDENTIFIED BY 'x'`, `IDENTIFIED WITH plugin BY 'x'`, and Oracle's
+    // unquoted `IDENTIFIED BY tiger`: in upper case the value may be bare.
+    name: "sql-password",
+    pattern: /\b(IDENTIFIED(?:[ \t]+WITH[ \t]+[A-Za-z0-9_]+)?[ \t]+BY(?:[ \t]+PASSWORD)?[ \t]+)(?:'[^'\r\n]*'|"[^"\r\n]*"|[A-Za-z0-9_$#]+)/g,
+    replace: `$1${redacted}`,
+    trigger: /IDENTIFIED/,
+    gate: sqlShaped,
+  },
+  {
+    // In lower case only a quoted value: "a host identified by its key" is a sentence.
+    name: "sql-password",
+    pattern: /\b(identified(?:[ \t]+with[ \t]+[A-Za-z0-9_]+)?[ \t]+by(?:[ \t]+password)?[ \t]+)'[^'\r\n]*'/g,
+    replace: `$1'${redacted}'`,
+    trigger: /identified/,
+    gate: sqlShaped,
   },
 ];
 

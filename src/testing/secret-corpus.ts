@@ -94,6 +94,23 @@ export function secretCorpus(seed = 20261203): SecretLine[] {
     const y = g.password();
     add("name-value", y, `  - Name: MasterUserPassword\n    Value: '${y}'`);
   }
+  {
+    // Passwords in SQL, as a migration or a setup script echoes its statements.
+    const sql = [
+      (v: string) => `CREATE USER app WITH PASSWORD '${v}';`,
+      (v: string) => `psql:setup.sql:4: ALTER ROLE ci WITH LOGIN ENCRYPTED PASSWORD '${v}';`,
+      (v: string) => `CREATE USER 'app'@'%' IDENTIFIED BY '${v}';`,
+      (v: string) => `ALTER USER 'root'@'localhost' IDENTIFIED WITH mysql_native_password BY '${v}';`,
+      (v: string) => `mysql> SET PASSWORD FOR 'app'@'%' = '${v}';`,
+      (v: string) => `create user app identified by '${v}';`,
+    ];
+    for (const line of sql) {
+      const v = g.password();
+      add("sql-password", v, line(v));
+    }
+    const w = g.alnum(12);
+    add("sql-password", w, `SQL> CREATE USER scott IDENTIFIED BY ${w};`);
+  }
   for (const flag of ["--password", "--token", "--api-key", "--client-secret", "--db-password"]) {
     const v = g.alnum(18);
     add("flag", v, `+ ./manage.py migrate ${flag} ${v} --verbose`);
@@ -401,6 +418,11 @@ ok 14 - auth: failed login is refused
 pass: 120, fail: 0, skip: 3
 tests pass=120 fail=0
 PASS=120 FAIL=0
+psql: error: connection to server at "db" (10.0.0.5), port 5432 failed: FATAL:  password authentication failed for user "ci"
+mysql: [Warning] Using a password on the command line interface can be insecure.
+ALTER TABLE users ADD COLUMN password_hash text NOT NULL;
+INSERT INTO audit (event) VALUES ('password changed');
+Host 'build-7' identified by its key fingerprint SHA256:2b4c6d8e0f1a3c5e7a9b1d3f5a7c9e1b3d5f7a9c
 `
   .split("\n")
   .filter((line) => line.trim() !== "");
