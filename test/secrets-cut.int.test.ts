@@ -198,7 +198,7 @@ describe("turnfold scan", () => {
     writeFileSync(text, `step 1\n+ curl -u admin:${secret} https://ci.example.com\nDB_PASSWORD=${secret}\n`);
     const file = cli(["scan", text]);
     expect(file.code).toBe(1);
-    expect(file.stdout).toBe(`${text}:2:8  user-password-flag (22 characters)\n${text}:3:1  assignment (25 characters)\n2 places the rules would redact: user-password-flag 1, assignment 1\n`);
+    expect(file.stdout).toBe(`${text}:2:17  user-password-flag (13 characters)\n${text}:3:13  assignment (13 characters)\n2 places the rules would redact: user-password-flag 1, assignment 1\n`);
     const stdin = cli(["scan", "-", "--json"], { input: `token: ghp_${"A".repeat(36)}\n` });
     expect(stdin.code).toBe(1);
     expect(JSON.parse(stdin.stdout)).toMatchObject({ found: [{ input: "stdin", rule: "github", line: 1, column: 8 }], counts: { github: 1 } });
@@ -211,7 +211,7 @@ describe("turnfold scan", () => {
     await old.close();
     const log = cli(["scan", db]);
     expect(log.code).toBe(1);
-    expect(log.stdout).toContain(`${db} seq 1 output:2:1  assignment`);
+    expect(log.stdout).toContain(`${db} seq 1 output:2:13  assignment (13 characters)`);
     for (const run of [file, stdin, log]) expect(run.stdout + run.stderr).not.toContain(secret);
     // The docs' way to a redacted copy: export, then import into a new log (each append is redacted).
     const copy = join(dir, "copy.sqlite");

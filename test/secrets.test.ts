@@ -123,11 +123,13 @@ describe("a secret split across chunks (issue 58, point 3)", () => {
 
 describe("scanText", () => {
   it("reports each place by rule, line and column, keeps line numbers after a multi-line key, and declines placeholders", () => {
-    const text = ["ok", "-----BEGIN PRIVATE KEY-----", "AAAA", "BBBB", "-----END PRIVATE KEY-----", "  token: ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", "password: ********", "x DB_PASSWORD=hunter2"].join("\n");
-    expect(scanText(text).map(({ rule, line, column }) => ({ rule, line, column }))).toEqual([
-      { rule: "private-key", line: 2, column: 1 },
-      { rule: "github", line: 6, column: 10 },
-      { rule: "assignment", line: 8, column: 3 },
+    const text = ["ok", "-----BEGIN PRIVATE KEY-----", "AAAA", "BBBB", "-----END PRIVATE KEY-----", "  token: ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", "password: ********", "x DB_PASSWORD=hunter2", `{"apiKey": "abc123def456"}`].join("\n");
+    expect(scanText(text)).toEqual([
+      { rule: "private-key", line: 2, column: 1, length: 63 },
+      { rule: "github", line: 6, column: 10, length: 40 },
+      // The place is the secret's own: not the name, the `=` or the quotes the rule keeps.
+      { rule: "assignment", line: 8, column: 15, length: 7 },
+      { rule: "assignment", line: 9, column: 13, length: 12 },
     ]);
   });
 });

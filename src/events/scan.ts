@@ -5,7 +5,7 @@
  */
 import { defaultRules, replaceMatches, type RedactionRule } from "./redact.js";
 
-/** One place a rule would redact: its 1-based line and column in the text scanned, and how many characters. */
+/** One place a rule would redact: the 1-based line and column where what it hides starts in the text scanned, and how many characters it hides. */
 export interface ScanHit {
   readonly rule: string;
   readonly line: number;
@@ -42,7 +42,14 @@ export function scanText(text: string, rules: readonly RedactionRule[] = default
     if (trigger !== undefined && !trigger.test(current)) continue;
     const scanned = current;
     current = replaceMatches(scanned, rule, (m, replaced) => {
-      hits.push({ rule: rule.name, ...lineAndColumn(scanned, m.index), length: m[0].length });
+      // What the rule keeps of its match (a name, `=`, a closing quote) is not the secret:
+      // the place is where the match and its replacement first differ, up to where they agree again.
+      const found = m[0];
+      let head = 0;
+      while (head < found.length && head < replaced.length && found.charCodeAt(head) === replaced.charCodeAt(head)) head++;
+      let tail = 0;
+      while (tail < found.length - head && tail < replaced.length - head && found.charCodeAt(found.length - 1 - tail) === replaced.charCodeAt(replaced.length - 1 - tail)) tail++;
+      hits.push({ rule: rule.name, ...lineAndColumn(scanned, m.index + head), length: found.length - head - tail });
       return replaced + "\n".repeat(Math.max(0, newlines(m[0]) - newlines(replaced)));
     });
   }
