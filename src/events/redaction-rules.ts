@@ -302,9 +302,10 @@ const placeRules: RedactionRule[] = [
   {
     // A password in SQL, as a migration or a setup script echoes it: `CREATE USER app WITH
     // PASSWORD 'x'`, `ENCRYPTED PASSWORD 'x'`, `SET PASSWORD FOR 'u'@'h' = 'x'`, `PASSWORD('x')`.
-    // Keywords in upper or lower case, as SQL is written.
+    // Keywords in upper or lower case, as SQL is written. A text that ends inside the
+    // literal (a chunk of output) counts, as for assignments.
     name: "sql-password",
-    pattern: /\b((?:PASSWORD|password|Password)(?:[ \t]+(?:FOR|for)[ \t]+[^\s=]+)?(?:[ \t]*=[ \t]*|[ \t]*\([ \t]*|[ \t]+))'[^'\r\n]*'/g,
+    pattern: /\b((?:PASSWORD|password|Password)(?:[ \t]+(?:FOR|for)[ \t]+[^\s=]+)?(?:[ \t]*=[ \t]*|[ \t]*\([ \t]*|[ \t]+))'[^'\r\n]*(?:'|$)/g,
     replace: `$1'${redacted}'`,
     trigger: /PASSWORD|[Pp]assword/,
     gate: sqlShaped,
@@ -313,7 +314,7 @@ const placeRules: RedactionRule[] = [
     // MySQL's and Oracle's `IDENTIFIED BY 'x'`, `IDENTIFIED WITH plugin BY 'x'`, and Oracle's
     // unquoted `IDENTIFIED BY tiger`: in upper case the value may be bare.
     name: "sql-password",
-    pattern: /\b(IDENTIFIED(?:[ \t]+WITH[ \t]+[A-Za-z0-9_]+)?[ \t]+BY(?:[ \t]+PASSWORD)?[ \t]+)(?:'[^'\r\n]*'|"[^"\r\n]*"|[A-Za-z0-9_$#]+)/g,
+    pattern: /\b(IDENTIFIED(?:[ \t]+WITH[ \t]+[A-Za-z0-9_]+)?[ \t]+BY(?:[ \t]+PASSWORD)?[ \t]+)(?:'[^'\r\n]*(?:'|$)|"[^"\r\n]*(?:"|$)|[A-Za-z0-9_$#]+)/g,
     replace: `$1${redacted}`,
     trigger: /IDENTIFIED/,
     gate: sqlShaped,
@@ -321,7 +322,7 @@ const placeRules: RedactionRule[] = [
   {
     // In lower case only a quoted value: "a host identified by its key" is a sentence.
     name: "sql-password",
-    pattern: /\b(identified(?:[ \t]+with[ \t]+[A-Za-z0-9_]+)?[ \t]+by(?:[ \t]+password)?[ \t]+)'[^'\r\n]*'/g,
+    pattern: /\b(identified(?:[ \t]+with[ \t]+[A-Za-z0-9_]+)?[ \t]+by(?:[ \t]+password)?[ \t]+)'[^'\r\n]*(?:'|$)/g,
     replace: `$1'${redacted}'`,
     trigger: /identified/,
     gate: sqlShaped,
