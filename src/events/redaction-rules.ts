@@ -125,9 +125,10 @@ export function isSecretName(name: string): boolean {
  * Values that are not secrets: empty or one character, a reference to one
  * (`$VAR`, `${VAR}`, `$(cat file)`, `{{ .Token }}`, `${{ secrets.X }}`, `<%= ENV["X"] %>`,
  * `%(pw)s`), a mask (`****`, `xxxx`), an earlier redaction, a placeholder in angle brackets,
- * a boolean or nothing, or a word that reports a state (`auth: ok`, `session: expired`).
+ * a boolean or nothing, a word that reports a state (`auth: ok`, `session: expired`), or
+ * Terraform's `(sensitive value)`.
  */
-const notSecret = /^(?:.?|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\$\(.*|\$?\{\{.*|<%.*|%\(.*|<[^>]*>|\[[A-Za-z -]*\]|([*xX#.-])\1*|true|false|null|nil|none|undefined|yes|no|on|off|required|optional|unset|empty|hidden|redacted|masked|\*+.*|ok|okay|failed|succeeded|successful|passed|skipped|pending|denied|granted|expired|missing|enabled|disabled|valid|invalid|revoked)[,;.]?$/i;
+const notSecret = /^(?:.?|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\$\(.*|\$?\{\{.*|<%.*|%\(.*|<[^>]*>|\[[A-Za-z -]*\]|([*xX#.-])\1*|true|false|null|nil|none|undefined|yes|no|on|off|required|optional|unset|empty|hidden|redacted|masked|\*+.*|ok|okay|failed|succeeded|successful|passed|skipped|pending|denied|granted|expired|missing|enabled|disabled|valid|invalid|revoked|\(sensitive(?: value)?\)?)[,;.]?$/i;
 
 /** A name that is only `pass`: in test output (`pass: 120`, `PASS=120`) a count, not a password, when its value is a number. */
 const passCount = (name: string, value: string) => /^\d+[,;.]?$/.test(value) && /^pass$/i.test(name);
@@ -187,6 +188,8 @@ const assignmentRules: RedactionRule[] = [
     replace: (match: string, _quote: string, n: string, separator: string, blank: string, dq?: string, sq?: string, bare?: string, prose?: string, at?: number, text?: string) => {
       if (bare !== undefined && separator === ":") {
         if (/^token$/i.test(n) && at !== undefined && text !== undefined && parserToken.test(text.slice(Math.max(0, at - 12), at))) return match;
+        // `--- PASS: TestStore (0.00s)` (go test), `PASS: tests/a.sh` (automake): a result and a test's name.
+        if (n === "PASS") return match;
         // `file.rs:42:9`, `auth::tests`, `pkg/auth.py:12`: a place in code, not a key and its value.
         if (blank === "" && (n.includes(".") || /^[:/]/.test(bare) || /^\d+(?::\d+)*\W?$/.test(bare))) return match;
         // `auth: rotate the session token`: a heading and a sentence (a short lower-case word

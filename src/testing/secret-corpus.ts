@@ -423,6 +423,10 @@ mysql: [Warning] Using a password on the command line interface can be insecure.
 ALTER TABLE users ADD COLUMN password_hash text NOT NULL;
 INSERT INTO audit (event) VALUES ('password changed');
 Host 'build-7' identified by its key fingerprint SHA256:2b4c6d8e0f1a3c5e7a9b1d3f5a7c9e1b3d5f7a9c
+  + password = (sensitive value)
+      + master_password = (sensitive)
+--- PASS: TestSessionStore (0.00s)
+PASS: tests/session-expiry.sh
 `
   .split("\n")
   .filter((line) => line.trim() !== "");
