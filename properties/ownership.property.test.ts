@@ -1,9 +1,10 @@
 /** Ownership (R11–R14): no item ever reaches a session that cannot prove it owns it. */
-import { test } from "@fast-check/vitest";
+import { fc, test } from "@fast-check/vitest";
 import { expect } from "vitest";
-import { histories } from "../src/arbitraries/index.js";
-import { itemOwner, ownerAt, processOwner, traced, turnItems } from "./support/oracle.js";
-import { inspectFold } from "../src/projections/project.js";
+import { histories, mixes } from "../src/arbitraries/index.js";
+import type { Stored } from "../src/events/index.js";
+import { itemOwner, Lineage, ownerAt, processOwner, traced, turnItems } from "./support/oracle.js";
+import { inspectFold, Projection } from "../src/projections/project.js";
 
 test.prop([histories({ mix: { compress: 3, open: 3 } })])("R11/R14: every process item reaches only the session its owner key resolves to, across any compression chain", (events) => {
   for (const turn of traced(events).turns) {
@@ -44,3 +45,51 @@ test.prop([histories({ mix: { close: 4 } })])("R13: an item waiting when its own
     }
   }
 });
+
+/**
+ * The conversation a key leads to, read plainly as events come: an extra key to the session
+ * that claimed it first, then compressions that took effect, to their end; live or not.
+ */
+class Keys {
+  readonly #aliases = new Map<string, string>();
+  readonly #sessions = new Set<string>();
+  readonly #lineage = new Lineage();
+
+  step(e: Stored): void {
+    if (e.type === "session.opened") {
+      this.#sessions.add(e.session);
+      for (const k of e.keys ?? []) if (!this.#aliases.has(k) && !this.#sessions.has(k)) this.#aliases.set(k, e.session);
+    }
+    this.#lineage.step(e);
+  }
+
+  tipIsLive(key: string): boolean {
+    let at = this.#aliases.get(key) ?? key;
+    for (let hops = 0; this.#lineage.successor.has(at) && hops < 1000; hops++) at = this.#lineage.successor.get(at)!;
+    return this.#lineage.live.get(at) === true;
+  }
+}
+
+// Closes and later openings, extra keys and compressions (the ownership mix), handoffs, and
+// one session at first with items owned by keys that open later.
+const parkings = fc.oneof(
+  histories({ mix: { open: 3, close: 4, compress: 2 } }),
+  histories({ mix: { ...mixes.ownership, close: 3 } }),
+  histories({ mix: { ...mixes.handoffs, open: 2 } }),
+  histories({ sessions: 1, mix: { open: 4, start: 6, turn: 2 } }),
+);
+
+// An item parked under an extra key or an earlier key of its conversation is rarer than
+// one parked under its session's own key: four times the usual runs (more when fuzzing).
+test.prop([parkings], { numRuns: Math.max(400, Number(process.env["TURNFOLD_RUNS"] ?? 0)) })(
+  "R13/R14: no item stays parked once its owner's conversation is live: after every event, each parked item's owner leads to a session closed, compressed away or never opened",
+  (events) => {
+    const projection = new Projection();
+    const keys = new Keys();
+    for (const e of events) {
+      projection.push(e);
+      keys.step(e);
+      for (const item of inspectFold(projection).parked) expect(keys.tipIsLive(item.owner!), `item ${item.seq} (${item.member}) parked for ${item.owner} after seq ${e.seq}`).toBe(false);
+    }
+  },
+);
