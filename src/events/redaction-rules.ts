@@ -64,6 +64,11 @@ export function sqlShaped(text: string): boolean {
   return text.indexOf("'") !== -1 || text.indexOf("IDENTIFIED") !== -1 || text.indexOf("identified") !== -1;
 }
 
+/** The gate of the `.netrc` rule: its entries start with `machine`, and hold no punctuation either. */
+export function netrcShaped(text: string): boolean {
+  return text.indexOf("machine") !== -1;
+}
+
 /** An expression's source that matches `word` in any case, without the `i` flag: V8 scans a case-insensitive expression several times slower. */
 function anyCase(word: string): string {
   return [...word].map((c) => (c.toLowerCase() === c.toUpperCase() ? c : `[${c.toUpperCase()}${c.toLowerCase()}]`)).join("");
@@ -329,6 +334,15 @@ const placeRules: RedactionRule[] = [
     replace: `$1'${redacted}'`,
     trigger: /identified/,
     gate: sqlShaped,
+  },
+  {
+    // A `.netrc` entry, on one line or several, as `cat ~/.netrc` or a debug trace prints it:
+    // `machine api.example.com login ci password …` (curl, git, ftp read these).
+    name: "netrc",
+    pattern: /(\bmachine[ \t]+\S+\s+login[ \t]+\S+(?:\s+account[ \t]+\S+)?\s+password[ \t]+)\S+/g,
+    replace: `$1${redacted}`,
+    trigger: /machine/,
+    gate: netrcShaped,
   },
 ];
 

@@ -111,6 +111,13 @@ export function secretCorpus(seed = 20261203): SecretLine[] {
     const w = g.alnum(12);
     add("sql-password", w, `SQL> CREATE USER scott IDENTIFIED BY ${w};`);
   }
+  {
+    // A .netrc, on one line and as a block.
+    const v = g.password();
+    add("netrc", v, `+ cat ~/.netrc\nmachine api.example.com login ci password ${v}`);
+    const w = g.alnum(24);
+    add("netrc", w, `machine git.example.com\n  login deploy\n  password ${w}\n`);
+  }
   for (const flag of ["--password", "--token", "--api-key", "--client-secret", "--db-password"]) {
     const v = g.alnum(18);
     add("flag", v, `+ ./manage.py migrate ${flag} ${v} --verbose`);
@@ -427,6 +434,7 @@ Host 'build-7' identified by its key fingerprint SHA256:2b4c6d8e0f1a3c5e7a9b1d3f
       + master_password = (sensitive)
 --- PASS: TestSessionStore (0.00s)
 PASS: tests/session-expiry.sh
+Starting machine learning pipeline (login node: gpu-3)
 `
   .split("\n")
   .filter((line) => line.trim() !== "");
