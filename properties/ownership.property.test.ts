@@ -2,8 +2,7 @@
 import { fc, test } from "@fast-check/vitest";
 import { expect } from "vitest";
 import { histories, mixes } from "../src/arbitraries/index.js";
-import type { Stored } from "../src/events/index.js";
-import { itemOwner, Lineage, ownerAt, processOwner, traced, turnItems } from "./support/oracle.js";
+import { itemOwner, Keys, ownerAt, processOwner, traced, turnItems } from "./support/oracle.js";
 import { inspectFold, Projection } from "../src/projections/project.js";
 
 test.prop([histories({ mix: { compress: 3, open: 3 } })])("R11/R14: every process item reaches only the session its owner key resolves to, across any compression chain", (events) => {
@@ -45,30 +44,6 @@ test.prop([histories({ mix: { close: 4 } })])("R13: an item waiting when its own
     }
   }
 });
-
-/**
- * The conversation a key leads to, read plainly as events come: an extra key to the session
- * that claimed it first, then compressions that took effect, to their end; live or not.
- */
-class Keys {
-  readonly #aliases = new Map<string, string>();
-  readonly #sessions = new Set<string>();
-  readonly #lineage = new Lineage();
-
-  step(e: Stored): void {
-    if (e.type === "session.opened") {
-      this.#sessions.add(e.session);
-      for (const k of e.keys ?? []) if (!this.#aliases.has(k) && !this.#sessions.has(k)) this.#aliases.set(k, e.session);
-    }
-    this.#lineage.step(e);
-  }
-
-  tipIsLive(key: string): boolean {
-    let at = this.#aliases.get(key) ?? key;
-    for (let hops = 0; this.#lineage.successor.has(at) && hops < 1000; hops++) at = this.#lineage.successor.get(at)!;
-    return this.#lineage.live.get(at) === true;
-  }
-}
 
 // Closes and later openings, extra keys and compressions (the ownership mix), handoffs, and
 // one session at first with items owned by keys that open later.

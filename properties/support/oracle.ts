@@ -30,20 +30,42 @@ export function traced(events: readonly Stored[]): Traced {
 
 /** The session a key resolves to just before `seq`, by following extra keys and compressions. */
 export function ownerAt(events: readonly Stored[], key: string, seq: number): string {
-  const aliases = new Map<string, string>();
-  const sessions = new Set<string>();
-  const lineage = new Lineage();
+  const keys = new Keys();
   for (const e of events) {
     if (e.seq >= seq) break;
-    if (e.type === "session.opened") {
-      sessions.add(e.session);
-      for (const k of e.keys ?? []) if (!aliases.has(k) && !sessions.has(k)) aliases.set(k, e.session);
-    }
-    lineage.step(e);
+    keys.step(e);
   }
-  let at = aliases.get(key) ?? key;
-  for (let hops = 0; lineage.successor.has(at) && hops < 1000; hops++) at = lineage.successor.get(at)!;
-  return at;
+  return keys.tip(key);
+}
+
+/**
+ * The conversation a key leads to, read plainly as events come: an extra key to the session
+ * that claimed it first, then compressions that took effect, to their end; live or not.
+ */
+export class Keys {
+  readonly #aliases = new Map<string, string>();
+  readonly #sessions = new Set<string>();
+  readonly #lineage = new Lineage();
+
+  step(e: Stored): void {
+    if (e.type === "session.opened") {
+      this.#sessions.add(e.session);
+      for (const k of e.keys ?? []) if (!this.#aliases.has(k) && !this.#sessions.has(k)) this.#aliases.set(k, e.session);
+    }
+    this.#lineage.step(e);
+  }
+
+  /** The session the key resolves to now. */
+  tip(key: string): string {
+    let at = this.#aliases.get(key) ?? key;
+    for (let hops = 0; this.#lineage.successor.has(at) && hops < 1000; hops++) at = this.#lineage.successor.get(at)!;
+    return at;
+  }
+
+  /** Whether that session is open now (opened, not closed, not compressed away). */
+  tipIsLive(key: string): boolean {
+    return this.#lineage.live.get(this.tip(key)) === true;
+  }
 }
 
 /**
