@@ -3,10 +3,10 @@
  * (`test/fixtures/claude-code/`, recorded by `test/hosts/claude-record.hosts.test.ts` with
  * Claude Code 2.1.197 and a scripted model, then trimmed of the host's tool listings).
  */
-import { mkdtempSync, readFileSync, writeFileSync, cpSync, mkdirSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync, cpSync, mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import type { TurnfoldEvent } from "../src/events/schema.js";
 import { auditSession } from "../src/hosts/audit.js";
 import { ClaudeCodeSession, TranscriptError } from "../src/hosts/claude-code.js";
@@ -111,9 +111,13 @@ describe("Claude Code's transcripts, as the host wrote them", () => {
     const file = findSessions([dir])[0]!.main;
     const text = readFileSync(file, "utf8");
     writeFileSync(file, text + JSON.stringify({ type: "hologram", sessionId: "x" }) + "\n" + text.split("\n")[3]!.slice(0, 40));
-    const r = await read("wait", dir);
-    const whole = await read("wait");
-    expect(r.audit).toEqual({ ...whole.audit, badLines: 1, unknownRecords: 1 });
+    try {
+      const r = await read("wait", dir);
+      const whole = await read("wait");
+      expect(r.audit).toEqual({ ...whole.audit, badLines: 1, unknownRecords: 1 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -130,7 +134,15 @@ describe("the newest Claude Code's transcripts (2.1.332: no TaskOutput, records 
 });
 
 describe("what is not a transcript, or not one this reader knows", () => {
-  const dir = () => mkdtempSync(join(tmpdir(), "turnfold-bad-"));
+  const made: string[] = [];
+  const dir = () => {
+    const d = mkdtempSync(join(tmpdir(), "turnfold-bad-"));
+    made.push(d);
+    return d;
+  };
+  afterAll(() => {
+    for (const d of made) rmSync(d, { recursive: true, force: true });
+  });
 
   it("a PNG, a turnfold event log, and a JSON array are each refused, naming the file", async () => {
     const d = dir();

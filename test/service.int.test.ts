@@ -5,7 +5,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { request } from "node:http";
 import { connect, createServer as createNetServer, type AddressInfo } from "node:net";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -496,6 +496,7 @@ describe("addresses the service commands are given", () => {
     const seed = join(tmpdir(), `turnfold-seed-${process.pid}.jsonl`);
     writeFileSync(seed, JSON.stringify({ type: "session.opened", at: 1, session: "s", surface: "cli" }) + "\n");
     expect(cli(["import", seed, "--db", db]).code).toBe(0);
+    rmSync(seed);
     expect((await finished(["serve", "--db", db, "--port", port])).code).toBe(1);
     const noHost = await finished(["serve", "--db", db, "--port", "0", "--host", "no-such-host.invalid"]);
     expect(noHost.killed, noHost.stderr).toBe(false);
