@@ -3,15 +3,15 @@
  * (`test/fixtures/claude-code/`, recorded by `test/hosts/claude-record.hosts.test.ts` with
  * Claude Code 2.1.197 and a scripted model, then trimmed of the host's tool listings).
  */
-import { mkdtempSync, readFileSync, writeFileSync, cpSync, mkdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, readFileSync, writeFileSync, cpSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { TurnfoldEvent } from "../src/events/schema.js";
 import { auditSession } from "../src/hosts/audit.js";
 import { ClaudeCodeSession, TranscriptError } from "../src/hosts/claude-code.js";
 import { findSessions, readSession } from "../src/hosts/transcripts.js";
 import { replay } from "../src/projections/replay.js";
+import { tempDir } from "./support/tmp.js";
 
 const fixtures = join(import.meta.dirname, "fixtures", "claude-code");
 
@@ -105,19 +105,17 @@ describe("Claude Code's transcripts, as the host wrote them", () => {
     expect(new Set(r.events.map((e) => ("session" in e ? e.session : r.key)))).toEqual(new Set([r.key]));
   });
 
+  const cut = tempDir("turnfold-cut-");
+
   it("a file cut mid-write and a record type this reader does not know are counted, and the rest reads the same", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "turnfold-cut-"));
+    const dir = join(cut, "wait");
     cpSync(join(fixtures, "wait"), dir, { recursive: true });
     const file = findSessions([dir])[0]!.main;
     const text = readFileSync(file, "utf8");
     writeFileSync(file, text + JSON.stringify({ type: "hologram", sessionId: "x" }) + "\n" + text.split("\n")[3]!.slice(0, 40));
-    try {
-      const r = await read("wait", dir);
-      const whole = await read("wait");
-      expect(r.audit).toEqual({ ...whole.audit, badLines: 1, unknownRecords: 1 });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const r = await read("wait", dir);
+    const whole = await read("wait");
+    expect(r.audit).toEqual({ ...whole.audit, badLines: 1, unknownRecords: 1 });
   });
 });
 
@@ -134,15 +132,8 @@ describe("the newest Claude Code's transcripts (2.1.332: no TaskOutput, records 
 });
 
 describe("what is not a transcript, or not one this reader knows", () => {
-  const made: string[] = [];
-  const dir = () => {
-    const d = mkdtempSync(join(tmpdir(), "turnfold-bad-"));
-    made.push(d);
-    return d;
-  };
-  afterAll(() => {
-    for (const d of made) rmSync(d, { recursive: true, force: true });
-  });
+  const base = tempDir("turnfold-bad-");
+  const dir = () => mkdtempSync(join(base, "case-"));
 
   it("a PNG, a turnfold event log, and a JSON array are each refused, naming the file", async () => {
     const d = dir();

@@ -4,26 +4,19 @@
  * SQLite log, then `replay` and `explain` of what was imported; and bad input, which leaves
  * the log as it was.
  */
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readAll } from "../src/events/log.js";
 import { openLog } from "../src/open.js";
 import { cli, cliEntry } from "./support/cli.js";
+import { tempDir } from "./support/tmp.js";
 import { spawnSync } from "node:child_process";
 
 const fixtures = join(import.meta.dirname, "fixtures", "claude-code");
-/** A new folder for one case; every one goes when the file's tests are done. */
-const made: string[] = [];
-const fresh = (name: string) => {
-  const dir = mkdtempSync(join(tmpdir(), `turnfold-${name}-`));
-  made.push(dir);
-  return dir;
-};
-afterAll(() => {
-  for (const dir of made) rmSync(dir, { recursive: true, force: true });
-});
+/** A new folder for one case, inside one that goes when the file's tests are done. */
+const base = tempDir("turnfold-host-import-");
+const fresh = (name: string) => mkdtempSync(join(base, `${name}-`));
 
 async function events(db: string) {
   const log = await openLog(db, { create: false });

@@ -4,8 +4,7 @@
  * end with their session, and the small contracts of the CLI hold. Real `serve` and
  * `relay` children, real SQLite files (and their WAL), real PostgreSQL rows.
  */
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -448,7 +447,7 @@ describe("sessions and items: the ids to explain", () => {
   });
 
   it("sessions and items list what the fold holds, not what was requested (issue 37)", () => {
-    const file = join(mkdtempSync(join(tmpdir(), "turnfold-inventory-")), "asked.jsonl");
+    const file = join(dir, "asked.jsonl");
     const events = [
       { type: "session.opened", at: 1, session: "A", surface: "tui" },
       { type: "session.compressed", at: 2, session: "A", successor: "A:2" },
