@@ -5,8 +5,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { request } from "node:http";
 import { connect, createServer as createNetServer, type AddressInfo } from "node:net";
-import { existsSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TurnfoldEvent } from "../src/events/schema.js";
@@ -493,10 +492,9 @@ describe("addresses the service commands are given", () => {
     expect(inUse.stderr).toBe(`turnfold: cannot listen on 127.0.0.1:${port}: the address is already in use\n`);
     // The database it made for nothing is gone again (issue 48); one that was there stays.
     expect(existsSync(db)).toBe(false);
-    const seed = join(tmpdir(), `turnfold-seed-${process.pid}.jsonl`);
+    const seed = join(dir, "seed.jsonl");
     writeFileSync(seed, JSON.stringify({ type: "session.opened", at: 1, session: "s", surface: "cli" }) + "\n");
     expect(cli(["import", seed, "--db", db]).code).toBe(0);
-    rmSync(seed);
     expect((await finished(["serve", "--db", db, "--port", port])).code).toBe(1);
     const noHost = await finished(["serve", "--db", db, "--port", "0", "--host", "no-such-host.invalid"]);
     expect(noHost.killed, noHost.stderr).toBe(false);
