@@ -177,4 +177,23 @@ describe("the host's own wakes (an imported recording)", () => {
       [9, 0, ["b"], "message", [{ task: "b", act: "notified", seq: 8 }]],
     ]);
   });
+
+  it("noHostWakesThrough keeps no record of what was consumed up to its seq: a wake there names nothing, a wake after it what came after", () => {
+    const events = [
+      { type: "session.opened", at: 1, session: "s", surface: "tui" },
+      { type: "process.started", at: 2, process: "a", command: "make", notify: true, owner: "s" },
+      { type: "process.exited", at: 3, process: "a", exitCode: 0, reason: "exited", output: "", owner: "s" },
+      { type: "process.consumed", at: 4, process: "a", act: "wait" },
+      { type: "host.notified", at: 5, session: "s", host: "claude-code", tasks: ["a"], chars: 300, via: "attached" },
+      { type: "host.notified", at: 6, session: "s", host: "claude-code", tasks: ["a"], chars: 300, via: "message" },
+      { type: "host.notified", at: 7, session: "s", host: "claude-code", tasks: ["a"], chars: 300, via: "message" },
+    ].map((e, i) => ({ ...e, seq: i + 1 })) as never[];
+    const wakes = (through: number) => buildReport("test", events, { noHostWakesThrough: through }).hostWakes.map((w) => [w.seq, w.redundant.map((r) => `${r.act}@${r.seq}`)]);
+    expect(wakes(0)).toEqual([[5, ["wait@4"]], [6, ["wait@4"]], [7, ["wait@4"]]]);
+    // Through seq 5: neither the wait at 4 nor the wake at 5 is remembered; the wake at 7 names the one at 6.
+    expect(wakes(5)).toEqual([[5, []], [6, []], [7, ["notified@6"]]]);
+    expect(wakes(Infinity)).toEqual([[5, []], [6, []], [7, []]]);
+    // What the fold decides does not change.
+    expect(buildReport("test", events, { noHostWakesThrough: Infinity }).turns).toEqual(buildReport("test", events).turns);
+  });
 });

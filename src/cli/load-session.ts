@@ -5,7 +5,7 @@
 import { closeSync, createReadStream, openSync, readSync, statSync } from "node:fs";
 import { JsonlProblems, decodeStoredJsonlStream, fileNumbering } from "../events/jsonl.js";
 import { readPaged, readPages } from "../events/log.js";
-import type { Stored } from "../events/schema.js";
+import type { EventType, Stored } from "../events/schema.js";
 import { isPostgresUrl, redactUrl } from "../events/urls.js";
 import type { openLog as OpenLog } from "../open.js";
 import { formatProblem, isValidEvent, validateEvent } from "../events/validate.js";
@@ -26,6 +26,8 @@ export interface History {
    * reading the pages, which close the log); undefined for JSONL.
    */
   readonly hasRecords: () => Promise<boolean | undefined>;
+  /** Whether a log holds any event of this type, asked of its type index (before reading the pages); undefined for JSONL. */
+  readonly holds: (type: EventType) => Promise<boolean | undefined>;
   /**
    * A log's dispatch records in seq order, read through its type index on a connection of
    * their own, so `--verify` can fetch each record when its turn is derived instead of
@@ -53,11 +55,11 @@ export async function openHistory(path: string, shown = path): Promise<History> 
   if (isPostgresUrl(path) || looksLikeSqlite(path)) {
     const log = await (await import("../open.js")).openLog(path, { create: false });
     const size = await log.lastSeq();
-    const hasRecords = async () => (await log.readPage({ type: "notification.dispatched", limit: 1 })).length > 0;
-    return { size, hasRecords, pages: logPages(log, path), records: () => recordsOf(path) };
+    const holds = async (type: EventType) => (await log.readPage({ type, limit: 1 })).length > 0;
+    return { size, hasRecords: () => holds("notification.dispatched"), holds, pages: logPages(log, path), records: () => recordsOf(path) };
   }
   requireFile(path);
-  return { size: undefined, hasRecords: async () => undefined, pages: jsonlPages(path, shown) };
+  return { size: undefined, hasRecords: async () => undefined, holds: async () => undefined, pages: jsonlPages(path, shown) };
 }
 
 /** Checks an event read from a log: a log written by another tool may hold rows turnfold never checked. */
@@ -129,7 +131,7 @@ export function historyOfText(text: string, shown: string): History {
     const numbering = await fileNumbering(chunksOf(text));
     yield* decodeStoredJsonlStream(chunksOf(text), { pageSize: 1000, maxProblems: 20, numbering });
   }
-  return { size: undefined, hasRecords: async () => undefined, pages: asSession(pages(), undefined, shown) };
+  return { size: undefined, hasRecords: async () => undefined, holds: async () => undefined, pages: asSession(pages(), undefined, shown) };
 }
 
 async function* chunksOf(text: string): AsyncGenerator<string> {

@@ -55,7 +55,10 @@ export function reportCommand(program: Command): void {
             }
           };
           const page = new ReportPage(source, write);
-          const builder = new ReportBuilder(source, (part) => page.part(part), foldOptions(options));
+          // A log with no host wake (none but an imported recording has one) needs no record
+          // of what was consumed: asked of its type index, as the pages have not been read.
+          const noHostWakesThrough = history.size !== undefined && (await history.holds("host.notified")) === false ? history.size : 0;
+          const builder = new ReportBuilder(source, (part) => page.part(part), { ...foldOptions(options), noHostWakesThrough });
           const bar = progress(history.size ?? 0, "reading");
           let read = 0;
           for await (const events of history.pages) {

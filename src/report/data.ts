@@ -34,6 +34,17 @@ export interface ReportSummary {
 export interface ReportOptions extends Omit<ProjectionOptions, "trace"> {
   /** At most this many events are drawn as marks; the rest are counted. Default 500,000. */
   readonly maxEventMarks?: number;
+  /**
+   * Keep no record of consumed processes through this seq: a caller that knows the history
+   * holds no host wake (`host.notified`, written by `import`) up to here, as a log's type
+   * index can tell, or that has no use for what a wake repeated (the inventory). To name
+   * what a wake repeated, the builder keeps a small record of every process consumed since
+   * it last started (over 100,000 in the bench's 3·10^6-event log). A wake at or before
+   * this seq is drawn without naming any; a wake after it names what was consumed after it
+   * (an import writes each task's start first, and a start clears the record anyway).
+   * Default 0: every consumption is kept.
+   */
+  readonly noHostWakesThrough?: number;
 }
 
 /** Terminal fates: the item is gone, and this is why (a skip for a poll ends only an addressed item). */
@@ -118,6 +129,8 @@ export class ReportBuilder {
   #hostRunning: ReportHostRunning[] = [];
   /** For a host's wakes (an imported recording): what had consumed each task before (the audit's rule). */
   readonly #consumedBefore = new ConsumedBefore();
+  /** See `ReportOptions.noHostWakesThrough`. */
+  readonly #noWakesThrough: number;
   /** Set while a handoff event is folded: whether the fold refused it. */
   #handoffRefused = false;
   /** Items made and not yet at their end, by the seq that made them. */
@@ -133,7 +146,8 @@ export class ReportBuilder {
     this.#source = source;
     this.#emit = emit;
     this.#maxMarks = options.maxEventMarks ?? 500_000;
-    const { maxEventMarks: _max, ...projection } = options;
+    this.#noWakesThrough = options.noHostWakesThrough ?? 0;
+    const { maxEventMarks: _max, noHostWakesThrough: _wakes, ...projection } = options;
     this.#projection = new Projection({ ...projection, trace: (note) => this.#trace(note) });
     this.#waits = new WaitTracker(this.#projection.query, () => this.#items.values(), "sessions");
   }
@@ -175,7 +189,7 @@ export class ReportBuilder {
 
   /** The host's side of an imported recording: its wakes, each with the tasks in it the agent had consumed already. */
   #hostWake(event: Stored, lane: number): void {
-    const redundant = this.#consumedBefore.push(event);
+    const redundant = event.seq > this.#noWakesThrough ? this.#consumedBefore.push(event) : event.type === "host.notified" ? [] : undefined;
     if (event.type !== "host.notified" || redundant === undefined) return;
     this.#hostWakes.push({ seq: event.seq, at: this.#now, lane, host: event.host, tasks: event.tasks, via: event.via, redundant: redundant.map(({ task, act, seq }) => ({ task, act, seq })) });
   }

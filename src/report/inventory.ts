@@ -61,7 +61,7 @@ export class Inventory {
 
   constructor(onItem: (row: ItemRow) => void = () => undefined, options: Omit<ProjectionOptions, "trace"> = {}) {
     this.#onItem = onItem;
-    this.#builder = new ReportBuilder("inventory", (part) => this.#part(part), { ...options, maxEventMarks: 0 });
+    this.#builder = new ReportBuilder("inventory", (part) => this.#part(part), { ...options, maxEventMarks: 0, noHostWakesThrough: Infinity });
   }
 
   push(event: Stored): void {
