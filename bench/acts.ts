@@ -4,14 +4,25 @@
  * p99 latency of the answer, and how many drains got anything but 200 (an act that lost its
  * race to the producers would answer 503). And what many small producers get stored through
  * `serve`, against the same appends made in-process one transaction each.
+ *
+ * Both ends run as users run them, with Node's own settings: `serve` as a `turnfold serve`
+ * child, and the session and producers that time it in a child process of this module.
+ * Inside the bench's process they took its `--max-semi-space-size=64` (set for the fold's
+ * throughput), whose longer collections alone added 8 ms or more to the busy p99, and the
+ * server shared its event loop with the producers' requests (docs/performance.md).
  */
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import type { TurnfoldEvent } from "../src/events/schema.js";
 import { openLog } from "../src/open.js";
-import { createService } from "../src/service/server.js";
 import { fmt, type Row } from "./harness.js";
-
-const producerToken = "bench-producer-token-5d1e8c2b";
-const drains = 100;
+import { producerToken, serve, stop } from "./serve-child.js";
+/**
+ * Drains timed on each side. The p99 of 100 is the slowest one, so the row followed the one
+ * slowest commit of each side (it read 2.0 to 5.5 from run to run on the same code); of
+ * 1,000 it is the tenth slowest.
+ */
+const drains = 1000;
 
 async function call(url: string, path: string, token: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
   const response = await fetch(url + path, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -42,15 +53,13 @@ function startProducers(count: number, store: (event: TurnfoldEvent) => Promise<
   };
 }
 
-/** `body` with `serve` on a fresh log at `target`, listening on loopback; both closed after it. */
+/** `body` with a `turnfold serve` child on a fresh log at `target`, listening on loopback; stopped after it. */
 async function withServer<T>(target: string, body: (url: string) => Promise<T>): Promise<T> {
-  const log = await openLog(target, { pollMs: 5 });
-  const service = await createService({ log, producerToken });
+  const server = await serve(target);
   try {
-    return await body(await service.listen("127.0.0.1", 0));
+    return await body(server.url);
   } finally {
-    await service.close();
-    await log.close();
+    await stop(server);
   }
 }
 
@@ -103,8 +112,22 @@ async function smallAppendsRate(target: string): Promise<number> {
   }
 }
 
-/** The rows, on fresh logs of the bench's PostgreSQL database. */
-export async function actRows(fresh: () => string): Promise<Row[]> {
+/** The rows, on fresh logs of the bench's PostgreSQL database, measured in a child process of this module with Node's own settings. */
+export function actRows(fresh: () => string): Promise<Row[]> {
+  const targets = [fresh(), fresh(), fresh(), fresh()];
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), ...targets], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+  child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
+  return new Promise((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve(JSON.parse(out) as Row[]) : reject(new Error(`the acts' child failed (${code}): ${err.slice(0, 500)}`))));
+  });
+}
+
+/** The rows, measured in this process, on the four logs `fresh` gives. */
+async function measuredRows(fresh: () => string): Promise<Row[]> {
   const quiet = await drainLatency(fresh(), 0);
   const busy = await drainLatency(fresh(), 8);
   const ratio = busy.p99 / quiet.p99;
@@ -129,4 +152,10 @@ export async function actRows(fresh: () => string): Promise<Row[]> {
       pass: ratio <= 3 && busy.refused === 0 && quiet.refused === 0,
     },
   ];
+}
+
+// Run as a child by `actRows`: the four logs in its arguments, the rows as JSON on stdout.
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const targets = process.argv.slice(2);
+  process.stdout.write(JSON.stringify(await measuredRows(() => targets.shift()!)));
 }
