@@ -17,6 +17,7 @@ import type { TurnfoldEvent } from "../src/events/schema.js";
 import { openLog } from "../src/open.js";
 import { fmt, type Row } from "./harness.js";
 import { producerToken, serve, stop } from "./serve-child.js";
+
 /**
  * Drains timed on each side. The p99 of 100 is the slowest one, so the row followed the one
  * slowest commit of each side (it read 2.0 to 5.5 from run to run on the same code); of
