@@ -23,8 +23,9 @@ import { post, producerToken, serve, stop, turnStream } from "./serve-child.js";
 
 const sessions = 1000;
 /**
- * Round trips timed on each store. The p99 of 200 was the second slowest, and the row read
- * anywhere from 0.96 to 2.76 on the same code; of 1,000 it is the tenth slowest.
+ * Round trips timed on each store. The p99 of 200 was the second slowest, and the
+ * PostgreSQL row read anywhere from 1.05 to 2.06 on the same code; of 1,000 it is the
+ * tenth slowest.
  */
 const samples = 1000;
 const producers = 4;
