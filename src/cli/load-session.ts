@@ -22,11 +22,10 @@ export interface History {
   /** The highest seq of a log (for a progress bar); undefined for JSONL, which is not counted first. */
   readonly size: number | undefined;
   /**
-   * Whether a log holds any dispatch record, asked of its index (for `--verify`; ask before
-   * reading the pages, which close the log); undefined for JSONL.
+   * Whether a log holds any event of this type (a dispatch record, for `--verify`; a host's
+   * wake, for the report), asked of its type index; ask before reading the pages, which
+   * close the log. Undefined for JSONL.
    */
-  readonly hasRecords: () => Promise<boolean | undefined>;
-  /** Whether a log holds any event of this type, asked of its type index (before reading the pages); undefined for JSONL. */
   readonly holds: (type: EventType) => Promise<boolean | undefined>;
   /**
    * A log's dispatch records in seq order, read through its type index on a connection of
@@ -56,10 +55,10 @@ export async function openHistory(path: string, shown = path): Promise<History> 
     const log = await (await import("../open.js")).openLog(path, { create: false });
     const size = await log.lastSeq();
     const holds = async (type: EventType) => (await log.readPage({ type, limit: 1 })).length > 0;
-    return { size, hasRecords: () => holds("notification.dispatched"), holds, pages: logPages(log, path), records: () => recordsOf(path) };
+    return { size, holds, pages: logPages(log, path), records: () => recordsOf(path) };
   }
   requireFile(path);
-  return { size: undefined, hasRecords: async () => undefined, holds: async () => undefined, pages: jsonlPages(path, shown) };
+  return { size: undefined, holds: async () => undefined, pages: jsonlPages(path, shown) };
 }
 
 /** Checks an event read from a log: a log written by another tool may hold rows turnfold never checked. */
@@ -131,7 +130,7 @@ export function historyOfText(text: string, shown: string): History {
     const numbering = await fileNumbering(chunksOf(text));
     yield* decodeStoredJsonlStream(chunksOf(text), { pageSize: 1000, maxProblems: 20, numbering });
   }
-  return { size: undefined, hasRecords: async () => undefined, holds: async () => undefined, pages: asSession(pages(), undefined, shown) };
+  return { size: undefined, holds: async () => undefined, pages: asSession(pages(), undefined, shown) };
 }
 
 async function* chunksOf(text: string): AsyncGenerator<string> {

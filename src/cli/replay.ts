@@ -80,7 +80,7 @@ async function conformServer(options: ReplayOptions): Promise<number> {
 async function replayHistory(history: History, file: string, options: ReplayOptions): Promise<number> {
   const bar = progress(history.size ?? 0, "replaying");
   const projection = new Projection(foldOptions(options));
-  const verifier = options.verify ? new Verifier({ recorded: (await history.hasRecords()) ?? true }) : undefined;
+  const verifier = options.verify ? new Verifier({ recorded: (await history.holds("notification.dispatched")) ?? true }) : undefined;
   const out = new BufferedOut();
   const emit = (outputs: readonly Output[]): void => {
     for (const o of outputs) {
