@@ -6,6 +6,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { readAll } from "../src/events/log.js";
+import { ownAppends } from "../src/events/recent.js";
 import { isLogError, type Stored, type TurnfoldEvent } from "../src/events/index.js";
 import { openLog } from "../src/open.js";
 import { replay } from "../src/projections/replay.js";
@@ -343,6 +344,53 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
     for (let i = 0; i < 10; i++) await log.append([{ type: "drain", at: 3 + i, session: "s", consumer: "tui-poller" }]);
     expect(await log.lastSeq()).toBe(11);
     await log.close();
+  });
+
+  it("a handle keeps what it appended for its own live runner only once it committed: transactions open side by side on its pool, a refused write and another handle's writes between them never make it keep a row the database does not hold at that seq", async () => {
+    const target = url();
+    const schema = new URL(target).searchParams.get("schema")!;
+    const mine = await openLog(target);
+    const other = await openLog(target);
+    // Kept only while someone in the process waits for the handle's appends.
+    const waiting = mine.changes().subscribe();
+    const polled = (process: string, at: number): TurnfoldEvent => ({ type: "process.polled", at, process });
+    const client = new pg.Client({ connectionString: database!.url });
+    await client.connect();
+    try {
+      await client.query(`CREATE FUNCTION ${schema}.refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.body LIKE '%boom%' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$`);
+      await client.query(`CREATE TRIGGER refuse_boom BEFORE INSERT ON ${schema}.events FOR EACH ROW EXECUTE FUNCTION ${schema}.refuse_boom()`);
+      const refused = Array.from({ length: 5 }, (_, i) => mine.append([polled(`boom-${i}`, i)]).then(() => "stored", () => "refused"));
+      await Promise.all([
+        ...Array.from({ length: 30 }, (_, i) => mine.append([polled(`mine-${i}-a`, i), polled(`mine-${i}-b`, i)])),
+        ...Array.from({ length: 10 }, (_, i) => other.append([polled(`other-${i}`, i)])),
+        ...refused,
+      ]);
+      expect(await Promise.all(refused)).toEqual(Array(5).fill("refused"));
+      const all = await readAll(mine);
+      expect(all).toHaveLength(70);
+      let kept = 0;
+      for (const event of all) {
+        const own = ownAppends(mine, event.seq, 4);
+        if (own === undefined) continue;
+        kept++;
+        expect(own).toEqual(all.slice(event.seq - 1, event.seq - 1 + own.length));
+        for (const e of own) expect((e as { process: string }).process).toMatch(/^mine-/);
+      }
+      expect(kept).toBeGreaterThan(0);
+      // A handle nobody in the process waits on keeps nothing.
+      expect(all.some((event) => ownAppends(other, event.seq, 1) !== undefined)).toBe(false);
+      // A write the database refuses at COMMIT leaves nothing kept at the seq it would have taken.
+      const [last] = await mine.append([polled("mine-last", 100)]);
+      await expect(mine.append([polled("boom-last", 101)])).rejects.toThrow(/refused by the test/);
+      expect(ownAppends(mine, last! + 1, 1)).toBeUndefined();
+      expect(ownAppends(mine, last!, 4)).toEqual([{ ...polled("mine-last", 100), seq: last }]);
+    } finally {
+      await client.end();
+      waiting.unsubscribe();
+      await mine.close();
+      await other.close();
+    }
   });
 
   it("a handle's prepared write statements survive its projection's table being rebuilt under it", async () => {

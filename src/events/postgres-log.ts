@@ -41,6 +41,7 @@ import { applicationName, listingIndex, migrate, prepareProjections, type Layout
 import type { Stored, TurnfoldEvent } from "./schema.js";
 import { prepareEvents } from "./validate.js";
 import { OutputContext } from "./redact-stream.js";
+import { RecentBodies, keepsOwnAppends } from "./recent.js";
 import { checkAddressed, ownerLookups, ownersOf } from "./addressed.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
 import {
@@ -328,6 +329,8 @@ export class PostgresLog implements EventStore {
   readonly #redact: Redactor | false;
   /** Chunked output is redacted with what the same process printed before it. */
   readonly #output = new OutputContext();
+  /** What this handle appended and saw commit, for its own live runner (`ownAppends`). */
+  readonly #recent = new RecentBodies();
   #listener: Promise<pg.Client | undefined> | undefined;
   #closed = false;
 
@@ -346,6 +349,7 @@ export class PostgresLog implements EventStore {
     this.projections = projections;
     this.#pollMs = pollMs;
     this.#inline = new Set(projections.flatMap((p) => [...p.eventTypes]));
+    keepsOwnAppends(this, this.#recent);
   }
 
   /** The URL of the log, with any password replaced. */
@@ -472,6 +476,8 @@ export class PostgresLog implements EventStore {
 
   /** This handle's appends at once; other writers' commits by LISTEN/NOTIFY, with a slow poll behind it. */
   changes(): Observable<void> {
+    // Whoever waits for this handle's appends reads them back next: keep them at hand.
+    this.#recent.listen();
     void this.#listen();
     // Each poll also listens again if the listening connection was lost (a restart).
     return merge(
@@ -553,6 +559,8 @@ export class PostgresLog implements EventStore {
     // Answered (or failed) before anything sent after it: whoever awaits it sees the failure.
     opened.catch(() => undefined);
     let last: number | undefined;
+    // The batches written, kept for `ownAppends` once COMMIT has answered.
+    const written: { first: number; events: readonly TurnfoldEvent[]; bodies: readonly string[] }[] = [];
     const tx: WriteTransaction = {
       lastSeq: async () => (last ??= Number((await opened)[2]!.rows[0]!.last)),
       advance: (count) => (last = last! + count),
@@ -564,7 +572,7 @@ export class PostgresLog implements EventStore {
         });
         sent.push(answered);
       },
-      insert: (events) => this.#insert(tx, events),
+      insert: (events) => this.#insert(tx, events, written),
     };
     try {
       let value: T;
@@ -588,6 +596,7 @@ export class PostgresLog implements EventStore {
       if (failed) throw failed.error;
       // A transaction a failed statement aborted answers COMMIT with ROLLBACK, not an error.
       if (committed.command !== "COMMIT") throw new Error(`${this.#target.shown}: the write transaction was rolled back: nothing appended`);
+      for (const batch of written) this.#recent.keep(batch.first, batch.events, batch.bodies);
       if (sent.length > 0) this.#appended.next();
       return value;
     } finally {
@@ -596,7 +605,7 @@ export class PostgresLog implements EventStore {
   }
 
   /** Appends prepared events at the transaction's next seqs, with their projection rows and the wake-up, in one statement, sent without waiting for its answer. */
-  async #insert(tx: WriteTransaction, events: readonly TurnfoldEvent[]): Promise<number[]> {
+  async #insert(tx: WriteTransaction, events: readonly TurnfoldEvent[], written: { first: number; events: readonly TurnfoldEvent[]; bodies: readonly string[] }[]): Promise<number[]> {
     if (events.length === 0) return [];
     if (this.#owners !== undefined) {
       // The rows of the processes the batch names without an owner, as this transaction sees them.
@@ -618,6 +627,7 @@ export class PostgresLog implements EventStore {
     // Delivered at COMMIT, and only if the transaction commits; one per transaction however many appends.
     tx.send(sql`WITH ${sql.join(steps)} SELECT pg_notify(${this.#layout.channel}, '')`);
     tx.advance(events.length);
+    written.push({ first, events, bodies });
     return seqs;
   }
 

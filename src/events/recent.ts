@@ -74,6 +74,19 @@ export class RecentBodies {
     }
   }
 
+  /**
+   * A batch whose transaction has committed, kept at once: for a store whose transactions
+   * may be open side by side in one handle (PostgreSQL's pool), where `write` and `commit`
+   * would mix two transactions' rows.
+   */
+  keep(first: number, events: readonly TurnfoldEvent[], bodies: readonly string[]): void {
+    if (!this.#listening || events.length === 0) return;
+    this.#pending = [];
+    this.#overflow = undefined;
+    for (let i = 0; i < events.length; i++) this.write(first + i, events[i]!, bodies[i]!);
+    this.commit();
+  }
+
   /** The open transaction rolled back: nothing it wrote is kept. */
   rollback(): void {
     this.#pending = [];
@@ -97,4 +110,22 @@ export class RecentBodies {
     }
     return events;
   }
+}
+
+/** Each log handle's own committed appends, by handle (see `ownAppends`). */
+const recentByLog = new WeakMap<object, RecentBodies>();
+
+/** Makes a handle's own committed appends readable through `ownAppends` (the adapters call it as they open). */
+export function keepsOwnAppends(log: object, recent: RecentBodies): void {
+  recentByLog.set(log, recent);
+}
+
+/**
+ * Up to `limit` events from `from` on that the handle `log` itself appended and saw commit,
+ * when it holds `from`; otherwise undefined. The page may stop short of the log's end: only
+ * a reader that reads on until a read finds nothing (a live runner) may take it. The log's
+ * `readPage` gives a short page only at the end, which costs a query to learn.
+ */
+export function ownAppends(log: object, from: number, limit: number): Stored[] | undefined {
+  return recentByLog.get(log)?.from(from, limit);
 }

@@ -16,7 +16,7 @@ import Database from "better-sqlite3";
 import { Kysely, SqliteDialect, SqliteDriver, CompiledQuery, type DatabaseConnection, type Driver } from "kysely";
 import { Subject, interval, merge, filter, map, type Observable } from "rxjs";
 import { logError } from "./errors.js";
-import { RecentBodies } from "./recent.js";
+import { RecentBodies, keepsOwnAppends } from "./recent.js";
 import { readPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
 import { tailPaged } from "./tail.js";
 import { applicationName, listingIndex, migrate, prepareProjections, sqliteReplaces, sqliteSubject, type LayoutHost, type LogDatabase } from "./migrations.js";
@@ -281,6 +281,7 @@ export class SqliteLog implements EventStore {
     this.#pollMs = pollMs;
     this.projections = projections;
     this.logId = String(db.prepare("SELECT value FROM meta WHERE key = 'log_id'").pluck().get());
+    keepsOwnAppends(this, this.#recent);
     this.#rows = rowAccess(db, projections as readonly InlineProjection<unknown>[]);
     // The body is the producer's event as JSON without its seq: the seq column is the index
     // and the truth, and `scanPages` reads bodies alone where seqs are dense.
