@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readAll } from "../src/events/log.js";
 import type { TurnfoldEvent } from "../src/events/schema.js";
-import type { EventStore } from "../src/events/store.js";
+import type { AppendDecider, EventStore } from "../src/events/store.js";
 import { invalidEvents } from "../src/events/validate.js";
 import { openLog } from "../src/open.js";
 import { createService, writerQueue } from "../src/service/server.js";
@@ -20,11 +20,15 @@ let n = 0;
 const fresh = () => join(dir, `gathered-${n++}.sqlite`);
 const exit = (process: string): TurnfoldEvent => ({ type: "process.exited", at: Date.now(), process, exitCode: 0, reason: "exited", output: process, owner: "s1" });
 
-/** The log with its `append` replaced by `append`, which is given the log's own to call; everything else as it is. */
+/**
+ * The log with its `append` replaced by `append`, which is given the log's own to call, and
+ * so is its `appendDeciding` (serve's runner appends through it); everything else as it is.
+ */
 function withAppend(log: EventStore, append: (events: readonly TurnfoldEvent[], original: EventStore["append"]) => Promise<readonly number[]>): EventStore {
   return new Proxy(log, {
     get(target, name) {
       if (name === "append") return (events: readonly TurnfoldEvent[]) => append(events, (e) => target.append(e));
+      if (name === "appendDeciding") return (events: readonly TurnfoldEvent[], decide: AppendDecider) => append(events, (e) => target.appendDeciding!(e, decide));
       const value = Reflect.get(target, name, target) as unknown;
       return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },

@@ -5,6 +5,8 @@ import type { TurnfoldEvent } from "../src/events/index.js";
 import { openLog, type TurnfoldLog } from "../src/open.js";
 import { readAll, type EventLog } from "../src/events/log.js";
 import { liveTurns, type LiveOptions } from "../src/projections/live.js";
+import { LiveRunner } from "../src/projections/runner.js";
+import Database from "better-sqlite3";
 import { Projection } from "../src/projections/project.js";
 import { recordDispatches } from "../src/projections/record-dispatches.js";
 import { replay } from "../src/projections/replay.js";
@@ -74,6 +76,74 @@ describe("the live projection on a SQLite log (R23)", () => {
     expect(await count()).toBe(30);
     expect(verifyRecorded(all, replay(all).turns).ok).toBe(true);
     for (const log of [producer, a, b]) await log.close();
+  });
+});
+
+describe("a write of the runner's process, decided as it is appended (LiveRunner.append)", () => {
+  const exit = (process: string, owner: string): TurnfoldEvent => ({ type: "process.exited", at: 1, process, exitCode: 0, reason: "exited", output: `out of ${process}`, owner });
+  const drain = (session: string): TurnfoldEvent => ({ type: "drain", at: 2, session, consumer: "tui-poller" });
+  const wait = { timeoutMs: 10_000 };
+
+  it("two runners on one file, each appending exits and drains through itself, record each turn once, in the drain's own transaction when the runner had taken all before it, and the records verify", async () => {
+    const path = fresh();
+    const a = await openLog(path, { pollMs: 2 });
+    const b = await openLog(path, { pollMs: 2 });
+    await a.append([{ type: "session.opened", at: 0, session: "s1", surface: "tui" }, { type: "session.opened", at: 0, session: "s2", surface: "tui" }]);
+    const runners = [LiveRunner.start(a, { pollMs: 2 }), LiveRunner.start(b, { pollMs: 2 })];
+    let inTheirOwn = 0;
+    try {
+      await Promise.all(
+        runners.map(async (runner, r) => {
+          for (let round = 0; round < 25; round++) {
+            const session = `s${1 + ((round + r) % 2)}`;
+            const seqs = await runner.append([exit(`r${r}-${round}`, session), drain(session)]);
+            const [next] = await (r === 0 ? a : b).readPage({ from: seqs[1]! + 1, limit: 1 });
+            if (next?.type === "notification.dispatched" && next.seq === seqs[1]! + 1 && next.members.includes(`r${r}-${round}`)) inTheirOwn++;
+            if (round % 5 === 0) await new Promise((resolve) => setTimeout(resolve, 3));
+          }
+        }),
+      );
+      for (const runner of runners) await runner.caughtUp(await a.lastSeq(), wait);
+    } finally {
+      for (const runner of runners) runner.stop();
+    }
+    const all = await readAll(a);
+    const records = all.filter((e) => e.type === "notification.dispatched");
+    const members = records.flatMap((e) => e.members);
+    expect(new Set(members).size).toBe(50);
+    expect(members).toHaveLength(50);
+    expect(verifyRecorded(all, replay(all).turns).ok).toBe(true);
+    expect(inTheirOwn).toBeGreaterThan(0);
+    await a.close();
+    await b.close();
+  });
+
+  it("a write that fails after the runner took its events leaves nothing behind: the fold starts again, and the turns after it are decided from what the log holds", async () => {
+    const path = fresh();
+    const log = await openLog(path, { pollMs: 2 });
+    await log.append([{ type: "session.opened", at: 0, session: "s", surface: "tui" }]);
+    // A refusal only the database knows of, met after the runner has decided: the turn's record names the process.
+    const db = new Database(path);
+    db.exec(`CREATE TRIGGER refuse_boom BEFORE INSERT ON events WHEN NEW.type = 'notification.dispatched' AND NEW.body LIKE '%boom%'
+      BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);
+    db.close();
+    const turns: string[][] = [];
+    const runner = LiveRunner.start(log, { pollMs: 2, recorded: (record) => turns.push([...record.members]) });
+    try {
+      await runner.caughtUp(await log.lastSeq(), wait);
+      await expect(runner.append([exit("boom", "s"), drain("s")])).rejects.toThrow(/refused by the test/);
+      expect(await log.lastSeq()).toBe(1);
+      const seqs = await runner.append([exit("after", "s"), drain("s")]);
+      await runner.caughtUp(seqs[1]!, wait);
+      expect((await readAll(log)).filter((e) => e.type === "notification.dispatched").map((e) => e.members)).toEqual([["after"]]);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(turns).toEqual([["after"]]);
+    } finally {
+      runner.stop();
+    }
+    const all = await readAll(log);
+    expect(verifyRecorded(all, replay(all).turns)).toMatchObject({ ok: true, turns: 1 });
+    await log.close();
   });
 });
 

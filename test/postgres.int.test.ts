@@ -11,6 +11,7 @@ import { isLogError, type Stored, type TurnfoldEvent } from "../src/events/index
 import { openLog } from "../src/open.js";
 import { replay } from "../src/projections/replay.js";
 import { verifyRecorded } from "../src/projections/verify.js";
+import { LiveRunner } from "../src/projections/runner.js";
 import { child } from "./support/child.js";
 import { cli, cliEntry } from "./support/cli.js";
 import { pendingDelegations } from "./support/delegations.js";
@@ -391,6 +392,40 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
       await mine.close();
       await other.close();
     }
+  });
+
+  it("a drain appended through its runner is recorded in its own transaction; when that transaction fails at COMMIT after the runner decided, the runner folds again, and the next turn is decided from what the log holds", async () => {
+    const target = url();
+    const schema = new URL(target).searchParams.get("schema")!;
+    const log = await openLog(target, { pollMs: 5 });
+    await log.append([{ type: "session.opened", at: 0, session: "s", surface: "tui" }]);
+    const client = new pg.Client({ connectionString: database!.url });
+    await client.connect();
+    const recorded: string[][] = [];
+    const runner = LiveRunner.start(log, { pollMs: 5, recorded: (record) => recorded.push([...record.members]) });
+    const exit = (process: string): TurnfoldEvent => ({ type: "process.exited", at: 1, process, exitCode: 0, reason: "exited", output: process, owner: "s" });
+    const drain: TurnfoldEvent = { type: "drain", at: 2, session: "s", consumer: "tui-poller" };
+    const wait = { timeoutMs: 10_000 };
+    try {
+      await runner.caughtUp(await log.lastSeq(), wait);
+      const first = await runner.append([exit("first"), drain]);
+      expect((await log.readPage({ from: first[1]! + 1, limit: 2 })).map((e) => e.type)).toEqual(["notification.dispatched"]);
+      // Refused by the database only at COMMIT (the writes are pipelined), after the runner folded the exit and decided its turn.
+      await client.query(`CREATE FUNCTION ${schema}.refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.type = 'notification.dispatched' AND NEW.body LIKE '%boom%' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$`);
+      await client.query(`CREATE TRIGGER refuse_boom BEFORE INSERT ON ${schema}.events FOR EACH ROW EXECUTE FUNCTION ${schema}.refuse_boom()`);
+      await expect(runner.append([exit("boom"), drain])).rejects.toThrow(/refused by the test/);
+      const after = await runner.append([exit("after"), drain]);
+      await runner.caughtUp(after[1]!, wait);
+      expect(recorded).toEqual([["first"], ["after"]]);
+    } finally {
+      runner.stop();
+      await client.end();
+    }
+    const all = await readAll(log);
+    expect(all.some((e) => "process" in e && e.process === "boom")).toBe(false);
+    expect(verifyRecorded(all, replay(all).turns)).toMatchObject({ ok: true, turns: 2 });
+    await log.close();
   });
 
   it("a handle's prepared write statements survive its projection's table being rebuilt under it", async () => {

@@ -47,6 +47,8 @@ import { defaultRedactor, type Redactor } from "./redact.js";
 import {
   applyInline,
   bodyOf,
+  flatStored,
+  type AppendDecider,
   checkProjections,
   checkpointsKept,
   replacesOf,
@@ -362,6 +364,21 @@ export class PostgresLog implements EventStore {
     // Checked and redacted before the lock is taken: other writers wait only for the write.
     const prepared = prepareEvents(events, this.#redact, this.#output);
     return this.#write((tx) => tx.insert(prepared));
+  }
+
+  async appendDeciding(events: readonly TurnfoldEvent[], decide: AppendDecider): Promise<readonly number[]> {
+    if (events.length === 0) return [];
+    const prepared = prepareEvents(events, this.#redact, this.#output);
+    return this.#write(async (tx) => {
+      const lastBefore = await tx.lastSeq();
+      const seqs = await tx.insert(prepared);
+      const more = decide(
+        prepared.map((e, i) => flatStored(e, seqs[i]!) ?? toStored({ seq: seqs[i]!, body: bodyOf(e) })),
+        lastBefore,
+      );
+      if (more.length > 0) await tx.insert(prepareEvents(more, this.#redact, this.#output));
+      return seqs;
+    });
   }
 
   async appendAfter(expectedLastSeq: number, events: readonly TurnfoldEvent[]): Promise<ConditionalAppend> {

@@ -28,6 +28,8 @@ import { defaultRedactor, type Redactor } from "./redact.js";
 import {
   applyInline,
   bodyOf,
+  flatStored,
+  type AppendDecider,
   checkProjections,
   checkpointsKept,
   replacesOf,
@@ -270,7 +272,8 @@ export class SqliteLog implements EventStore {
   readonly #checkpoint: Database.Statement;
   readonly #subjectSpan: Database.Statement;
   readonly #marks: Database.Statement;
-  readonly #insertAll: (events: readonly TurnfoldEvent[]) => number[];
+  readonly #insertAll: (events: readonly TurnfoldEvent[], stored?: Stored[]) => number[];
+  readonly #appendDeciding: (events: readonly TurnfoldEvent[], decide: AppendDecider) => number[];
   readonly #appendAll: (events: readonly TurnfoldEvent[]) => number[];
   readonly #appendIf: (expected: number, events: readonly TurnfoldEvent[]) => ConditionalAppend;
   #closed = false;
@@ -319,7 +322,7 @@ export class SqliteLog implements EventStore {
     // subject columns and their index cost (docs/performance.md, "Appending").
     const values = new Array<unknown>(columnsPerRow * rowsPerInsert);
     const bodies = new Array<string>(rowsPerInsert);
-    this.#insertAll = (given) => {
+    this.#insertAll = (given, stored) => {
       const events = prepareEvents(given, redact, output);
       if (owners !== undefined) checkAddressed(events, (process) => this.#rows.get(owners, process));
       const seqs = new Array<number>(events.length);
@@ -342,6 +345,7 @@ export class SqliteLog implements EventStore {
           const e = events[from + i]!;
           const seq = last - count + 1 + i;
           this.#recent.write(seq, e, bodies[i]!);
+          stored?.push(flatStored(e, seq) ?? toStored({ seq, body: bodies[i]! }));
           if (inline.has(e.type)) applyInline(this.projections, { ...e, seq } as Stored, this.#rows.get, this.#rows.put);
           seqs[from + i] = seq;
         }
@@ -354,7 +358,16 @@ export class SqliteLog implements EventStore {
       if (lastSeq !== expected) return { ok: false, code: "conflict", lastSeq };
       return { ok: true, seqs: this.#insertAll(events) };
     });
+    const deciding = db.transaction((events: readonly TurnfoldEvent[], decide: AppendDecider): number[] => {
+      const lastBefore = this.#last.get() as number;
+      const stored: Stored[] = [];
+      const seqs = this.#insertAll(events, stored);
+      const more = decide(stored, lastBefore);
+      if (more.length > 0) this.#insertAll(more);
+      return seqs;
+    });
     this.#appendAll = (events) => all.immediate(events);
+    this.#appendDeciding = (events, decide) => deciding.immediate(events, decide);
     this.#appendIf = (expected, events) => conditional.immediate(expected, events);
   }
 
@@ -394,6 +407,16 @@ export class SqliteLog implements EventStore {
     this.#writable();
     if (this.#gate.held) throw new Error("appendSync: a transaction of this log is open; use append()");
     return this.#appendNotify(events);
+  }
+
+  async appendDeciding(events: readonly TurnfoldEvent[], decide: AppendDecider): Promise<readonly number[]> {
+    this.#writable();
+    if (events.length === 0) return [];
+    return this.#write(() => {
+      const seqs = this.#committed(() => this.#appendDeciding(events, decide));
+      this.#appended.next();
+      return seqs;
+    });
   }
 
   async appendAfter(expectedLastSeq: number, events: readonly TurnfoldEvent[]): Promise<ConditionalAppend> {

@@ -96,7 +96,18 @@ export interface EventStore extends EventLog {
    * adapter's class, and fall back to `read`/`readPage` when it is absent.
    */
   scanPages?(from?: number, pageSize?: number): Iterable<Stored[]>;
+  /**
+   * An optional capability, for a live runner in the same process (`LiveRunner.append`):
+   * appends `events` as `append` does and, in the same transaction, whatever `decide`
+   * returns. `decide` is told the events as stored (redacted, with their seqs) and the seq
+   * the log ended at before them; it runs under the log's write lock and must not await.
+   * Resolves to the seqs of `events`. A drain and its turn's record then cost one commit.
+   */
+  appendDeciding?(events: readonly TurnfoldEvent[], decide: AppendDecider): Promise<readonly number[]>;
 }
+
+/** What `EventStore.appendDeciding` asks of its caller: the events to append after `stored`, in the same transaction. */
+export type AppendDecider = (stored: readonly Stored[], lastBefore: number) => readonly TurnfoldEvent[];
 
 /**
  * The newest checkpoint of `kind` that `use` can take: `use` turns a body into what its

@@ -90,6 +90,37 @@ export interface LiveOptions extends ProjectionOptions {
   readonly beside?: BesideState;
   /** Kept up to date with the fold: its answers between events, and how far it has read (see `FoldPosition`). */
   readonly position?: FoldPosition;
+  /** Through it, a write of this process is decided as it is appended (see `InlineDecisions`). */
+  readonly inline?: InlineDecisions;
+}
+
+/** What a live runner decided for a write as it was appended (see `InlineDecisions`). */
+export interface InlineDecision {
+  /** The records of the turns the write's events decide, to append in the write's transaction. */
+  readonly records: readonly TurnfoldEvent[];
+  /** Tell it once the write has settled, and whether it was stored (if not, the runner folds the log again). */
+  settled(stored: boolean): void;
+}
+
+/**
+ * A write of the runner's own process, decided as it is appended (`LiveRunner.append`, on a
+ * store with `appendDeciding`): under the log's write lock, when the runner's fold has taken
+ * everything the log held before the write, the fold takes the write's events, and the
+ * records of the turns they decide go into the same transaction. A drain and its turn's
+ * record then cost one commit, where they cost two.
+ */
+export class InlineDecisions {
+  #decide: ((stored: readonly Stored[], lastBefore: number) => InlineDecision | undefined) | undefined;
+
+  /** For the runner: how it decides a write (undefined once it stops). */
+  register(decide: ((stored: readonly Stored[], lastBefore: number) => InlineDecision | undefined) | undefined): void {
+    this.#decide = decide;
+  }
+
+  /** Undefined when the runner cannot decide now (behind the log, deciding another write, stopped): the write then goes as a plain append. */
+  decide(stored: readonly Stored[], lastBefore: number): InlineDecision | undefined {
+    return this.#decide?.(stored, lastBefore);
+  }
 }
 
 /** A caller's state that a live runner checkpoints beside its own (`LiveOptions.beside`). */
@@ -287,6 +318,19 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
   const { applied, position } = options;
   /** Every event up to here was told to `applied` (a rebuild folds again quietly, and tells nothing twice). */
   let appliedTo = next - 1;
+  /**
+   * The last event the fold took. A write that decides as it appends (`decideInline`) folds
+   * its events before they are stored: read back, each is passed over, and only told on.
+   */
+  let foldedTo = next - 1;
+  /** Outputs of events folded before they were stored, emitted once they are read back. */
+  const held = new Map<number, Output[]>();
+  /** Counts the writes that decided as they appended: a page read while one began is not folded. */
+  let inlineWrites = 0;
+  /** Set while such a write has not settled. */
+  let inlineWrite: Promise<void> | undefined;
+  /** Such a write failed after its events were folded: the fold starts again. */
+  let rebuildNeeded = false;
   position?.moved(projection.query, next - 1);
   const checkpoints = checkpointing(store, kind, options.checkpointEvery ?? 20_000, base?.seq ?? 0, options.beside);
   let wake: (() => void) | undefined;
@@ -302,7 +346,14 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
   signal.addEventListener("abort", () => changes.unsubscribe(), { once: true });
 
   const fold = (event: Stored) => {
-    if (event.type === "notification.dispatched") {
+    if (event.seq <= foldedTo) {
+      // Folded as it was written (`decideInline`): what it decided is told now, stored.
+      const outputs = held.get(event.seq);
+      if (outputs !== undefined) {
+        held.delete(event.seq);
+        if (event.seq > quietUntil) outputs.forEach(emit);
+      }
+    } else if (event.type === "notification.dispatched") {
       const turn = fromRecord(event);
       pending.delete(`${turn.seq}:${event.index ?? 0}`);
       if (event.seq > quietUntil) {
@@ -313,6 +364,7 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
       if (event.type === "delegation.dropped" || event.type === "delegation.delivered") pending.delete(`drop:${event.delegation}`);
       decide(projection.push(event), event.at, event.seq, event.seq > quietUntil);
     }
+    if (event.seq > foldedTo) foldedTo = event.seq;
     if (event.seq > appliedTo) {
       appliedTo = event.seq;
       applied?.(event);
@@ -323,14 +375,14 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
   // Turns decided at one point share a drainSeq; `index` tells them apart. Each ledger move
   // the fold decided goes with the record of the turn that carried it, or (a drop of R13)
   // on its own, named after the event that decided it.
-  const decide = (outputs: readonly Output[], at: number, point: number, loud = true) => {
+  const decide = (outputs: readonly Output[], at: number, point: number, loud = true, into = pending, hold?: Output[]) => {
     const moves = projection.takeLedgerMoves();
     const indexes = new Map<number, number>();
     let statuses: StatusLine[] = [];
     for (let i = 0; i < outputs.length; i++) {
       const output = outputs[i]!;
       if (output.type === "status") {
-        if (loud) emit(output);
+        if (loud) (hold === undefined ? emit(output) : hold.push(output));
         statuses.push(output);
       } else {
         const index = indexes.get(output.seq) ?? 0;
@@ -339,14 +391,63 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
         for (const move of moves) {
           if (move.to === "delivered" && move.output === i) record.push(...ledgerMove(move.delegation, "delegation.delivered", at, `${output.seq}:${index}`));
         }
-        pending.set(`${output.seq}:${index}`, record);
+        into.set(`${output.seq}:${index}`, record);
         statuses = [];
       }
     }
     for (const move of moves) {
-      if (move.to === "dropped") pending.set(`drop:${move.delegation}`, ledgerMove(move.delegation, "delegation.dropped", at, `r13:${point}`));
+      if (move.to === "dropped") into.set(`drop:${move.delegation}`, ledgerMove(move.delegation, "delegation.dropped", at, `r13:${point}`));
     }
   };
+
+  /** Folds the log again from where the runner started, quietly up to what it has read. */
+  const rebuild = () => {
+    projection = fresh();
+    pending.clear();
+    held.clear();
+    quietUntil = Math.max(quietUntil, next - 1);
+    next = (base?.seq ?? 0) + 1;
+    foldedTo = next - 1;
+    position?.moved(projection.query, next - 1);
+  };
+
+  /**
+   * A write of this process that decides as it appends (`InlineDecisions`): taken only when
+   * the fold has taken everything the log held before it, and no other such write is open.
+   * Its records go into its transaction; what it decides is told once it is read back. A
+   * dispatch record or a ledger move among its events goes as a plain append.
+   */
+  const decideInline = (stored: readonly Stored[], lastBefore: number): InlineDecision | undefined => {
+    if (signal.aborted || rebuildNeeded || inlineWrite !== undefined || lastBefore !== foldedTo || foldedTo !== next - 1) return undefined;
+    if (stored.some((e) => e.type === "notification.dispatched" || e.type === "delegation.dropped" || e.type === "delegation.delivered")) return undefined;
+    let settle: () => void = () => undefined;
+    inlineWrite = new Promise<void>((resolve) => (settle = resolve));
+    inlineWrites++;
+    const decided = new Map<string, TurnfoldEvent[]>();
+    try {
+      for (const event of stored) {
+        const outputs: Output[] = [];
+        decide(projection.push(event), event.at, event.seq, true, decided, outputs);
+        if (outputs.length > 0) held.set(event.seq, outputs);
+        foldedTo = event.seq;
+      }
+    } catch {
+      // The fold's state is unknown: the events are appended alone, and the fold starts again.
+      rebuildNeeded = true;
+      decided.clear();
+    }
+    return {
+      records: [...decided.values()].flat(),
+      settled: (stored) => {
+        if (!stored) rebuildNeeded = true;
+        inlineWrite = undefined;
+        settle();
+        look();
+      },
+    };
+  };
+  options.inline?.register(decideInline);
+  signal.addEventListener("abort", () => options.inline?.register(undefined), { once: true });
 
   const flushAt = options.catchUpFlushAt ?? 2000;
   /** Every dispatch record from `next` up to here is one this runner appended early. */
@@ -373,6 +474,12 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
   /** The last page read was short: the log most likely ends where it did. */
   let shortPage = false;
   while (!signal.aborted) {
+    // A write deciding as it appends is let finish; one that failed after its events were folded leaves a fold to build again.
+    if (inlineWrite !== undefined) await inlineWrite;
+    if (rebuildNeeded) {
+      rebuildNeeded = false;
+      rebuild();
+    }
     // Decisions waiting after a short page go straight to their conditional append, which
     // checks that the log still ends there (a conflict reads on, as below), instead of
     // waiting first for a read that finds nothing: on PostgreSQL, a round trip less between
@@ -382,7 +489,16 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
     if (!assumedEnd) {
       // What this handle itself appended comes from memory (`serve` reads back each batch
       // its routes append): a page that may stop short of the end, which this loop reads on from.
+      const writes = inlineWrites;
       const page = ownAppends(log, next, pageSize) ?? (await guarded(() => log.readPage({ from: next, limit: pageSize })));
+      // A write that decides as it appends began meanwhile: the page may have been read before
+      // it committed, or (had it failed) hold another writer's events at the seqs it folded.
+      if (writes !== inlineWrites || rebuildNeeded) continue;
+      if (page.length === 0 && foldedTo > next - 1) {
+        // Folded as written, yet not in the log: never expected, and safe to build again.
+        rebuildNeeded = true;
+        continue;
+      }
       for (const event of page) fold(event);
       if (page.length > 0) {
         next = page[page.length - 1]!.seq + 1;
@@ -406,11 +522,7 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
         // The window was closed on the wall clock, but an event that belongs in it may be
         // among those that came meanwhile: that decision is void. Fold the log again from
         // the start, quietly up to here, so the records equal what replay derives.
-        projection = fresh();
-        pending.clear();
-        quietUntil = next - 1;
-        next = (base?.seq ?? 0) + 1;
-        position?.moved(projection.query, next - 1);
+        rebuild();
       }
       continue;
     }

@@ -14,7 +14,8 @@ import type { Subscription } from "rxjs";
 import type { DrainConsumer } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
 import type { FoldQuery } from "../reducers/query.js";
-import { FoldPosition, liveTurns, type LiveOptions, type LiveView } from "./live.js";
+import type { TurnfoldEvent } from "../events/schema.js";
+import { FoldPosition, InlineDecisions, liveTurns, type InlineDecision, type LiveOptions, type LiveView } from "./live.js";
 import type { ReadyItem } from "./project.js";
 
 /** One caller waiting for an idle point at or past `seq`, to read what waits for `session` there. */
@@ -51,6 +52,7 @@ export class LiveRunner {
   #failure: Error | undefined;
   #subscription: Subscription | undefined;
   readonly #position = new FoldPosition();
+  readonly #inline = new InlineDecisions();
 
   private constructor(log: EventStore, owner: RunnerOwner | undefined) {
     this.#log = log;
@@ -67,6 +69,7 @@ export class LiveRunner {
     runner.#subscription = liveTurns(log, {
       ...options,
       position: runner.#position,
+      inline: runner.#inline,
       idle: (seq, view) => {
         runner.#idle(seq, view);
         idle?.(seq, view);
@@ -159,9 +162,29 @@ export class LiveRunner {
     return this.#at(seq, undefined, wait).then(() => undefined);
   }
 
+  /**
+   * Appends `events` to the runner's log. On a store that can (`appendDeciding`), and when
+   * the runner's fold has taken everything before them, the turns they decide are recorded
+   * in the same transaction: one commit for a drain and its turn. Otherwise a plain append,
+   * whose turns the runner records after it, as for anyone's.
+   */
+  async append(events: readonly TurnfoldEvent[]): Promise<readonly number[]> {
+    const log = this.#log;
+    if (log.appendDeciding === undefined || this.#failure !== undefined) return log.append(events);
+    let decided: InlineDecision | undefined;
+    try {
+      const seqs = await log.appendDeciding(events, (stored, lastBefore) => (decided = this.#inline.decide(stored, lastBefore))?.records ?? []);
+      decided?.settled(true);
+      return seqs;
+    } catch (error) {
+      decided?.settled(false);
+      throw error;
+    }
+  }
+
   /** Appends a drain of `session` by `consumer`, and resolves once the turns it decides are recorded. */
   async drainRecorded(session: string, consumer: DrainConsumer, wait: RunnerWait): Promise<void> {
-    const [seq] = await this.#log.append([{ type: "drain", at: Date.now(), session, consumer }]);
+    const [seq] = await this.append([{ type: "drain", at: Date.now(), session, consumer }]);
     await this.caughtUp(seq!, wait);
   }
 

@@ -12,7 +12,6 @@
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { TurnfoldEvent } from "../events/schema.js";
-import type { EventStore } from "../events/store.js";
 import { joinWritable } from "../events/validate.js";
 import type { FoldQuery } from "../reducers/query.js";
 import { bearer, sameSecret, SessionDirectory, sessionToken } from "./auth.js";
@@ -104,6 +103,9 @@ export function writerQueue(): <T>(body: () => Promise<T>, act: boolean) => Prom
     });
 }
 
+/** An append to the log, resolving to the seqs of the events. */
+type Append = (events: readonly TurnfoldEvent[]) => Promise<readonly number[]>;
+
 /** At most this many events go to the log in one gathered append; the rest go in the next. */
 const gatheredEvents = 20_000;
 
@@ -114,7 +116,7 @@ const gatheredEvents = 20_000;
  * waits for the write in flight only (`writerQueue`); a request that finds the
  * writer free is written at once (docs/performance.md, "Appends that wait go together").
  */
-function gathering(log: EventStore, oneWriter: <T>(body: () => Promise<T>) => Promise<T>): (events: TurnfoldEvent[]) => Promise<readonly number[]> {
+function gathering(append: Append, oneWriter: <T>(body: () => Promise<T>) => Promise<T>): (events: TurnfoldEvent[]) => Promise<readonly number[]> {
   let open: Gathered[] | undefined;
   return (events) => {
     let group = open;
@@ -123,7 +125,7 @@ function gathering(log: EventStore, oneWriter: <T>(body: () => Promise<T>) => Pr
       group = open = started;
       void oneWriter(async () => {
         if (open === started) open = undefined;
-        await appendGathered(log, started);
+        await appendGathered(append, started);
       });
     }
     const joined = group;
@@ -139,7 +141,7 @@ function gathering(log: EventStore, oneWriter: <T>(body: () => Promise<T>) => Pr
  * down, the disk is full) stored nothing, and is every request's answer: sending them again
  * here could store one twice, where a commit's answer was lost.
  */
-async function appendGathered(log: EventStore, gathered: readonly Gathered[]): Promise<void> {
+async function appendGathered(append: Append, gathered: readonly Gathered[]): Promise<void> {
   for (let from = 0; from < gathered.length; ) {
     let to = from + 1;
     let count = gathered[from]!.events.length;
@@ -147,7 +149,7 @@ async function appendGathered(log: EventStore, gathered: readonly Gathered[]): P
     const part = gathered.slice(from, to);
     from = to;
     try {
-      const seqs = await log.append(part.length === 1 ? part[0]!.events : joinWritable(part.map((g) => g.events)));
+      const seqs = await append(part.length === 1 ? part[0]!.events : joinWritable(part.map((g) => g.events)));
       let at = 0;
       for (const g of part) {
         g.resolve(seqs.slice(at, at + g.events.length));
@@ -160,7 +162,7 @@ async function appendGathered(log: EventStore, gathered: readonly Gathered[]): P
       }
       for (const g of part) {
         try {
-          g.resolve(await log.append(g.events));
+          g.resolve(await append(g.events));
         } catch (alone) {
           g.reject(alone);
         }
@@ -191,8 +193,9 @@ export async function createService(options: ServiceOptions): Promise<Service> {
   const writer = writerQueue();
   const oneWriter = <T>(body: () => Promise<T>): Promise<T> => writer(body, false);
   // Producers' appends that queue behind a write go to the log together when their turn
-  // comes (see `gathering`).
-  const write = gathering(log, oneWriter);
+  // comes (see `gathering`), through the runner: the turns a drain among them decides are
+  // recorded in the same transaction when the runner has taken everything before it.
+  const write = gathering((events) => runner.append(events), oneWriter);
   const append = async (events: TurnfoldEvent[]) => appended(events, await write(events));
   const act = async (judge: (query: FoldQuery) => void, build: () => TurnfoldEvent[]) => {
     for (let attempt = 0; attempt < actAttempts; attempt++) {
