@@ -1,10 +1,15 @@
 /** Determinism: every way of running the projection gives the same turns (R23, docs/rules.md). */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "@fast-check/vitest";
-import { expect } from "vitest";
+import fc from "fast-check";
+import { afterAll, expect } from "vitest";
 import { from, lastValueFrom, toArray } from "rxjs";
 import { histories } from "../src/arbitraries/index.js";
 import { MemoryLog, openSqliteLog, type TurnfoldEvent } from "../src/events/index.js";
 import { recordDispatches } from "../src/projections/record-dispatches.js";
+import { LiveRunner } from "../src/projections/runner.js";
 import { toRecord } from "../src/projections/dispatch-record.js";
 import { replay } from "../src/projections/replay.js";
 import { turns } from "../src/projections/turns.js";
@@ -41,6 +46,47 @@ test.prop([histories({ maxSteps: 40 })], { numRuns: 25 })("R23: the live runner 
   expect(verifyRecorded(all, replay(all).turns)).toEqual(verdictFor(expected.length));
   await log.close();
 });
+
+const dir = mkdtempSync(join(tmpdir(), "turnfold-inline-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+
+/** A history cut into writes, each through the runner (decided as it is appended) or another handle's plain append, and whether to wait for the runner after it. */
+const written = histories({ maxSteps: 40 }).chain((events) =>
+  fc
+    .array(fc.record({ size: fc.integer({ min: 1, max: 6 }), inline: fc.boolean(), wait: fc.boolean() }), { minLength: events.length, maxLength: events.length })
+    .map((cuts) => ({ events, cuts })),
+);
+
+test.prop([written], { numRuns: 25 })(
+  "R23: a runner whose own writes are decided as they are appended (their turns' records in the same transaction), with another handle's plain appends between them, records exactly the replayed turns, once each, and replay --verify accepts them",
+  async ({ events, cuts }) => {
+    const path = join(dir, `inline-${files++}.sqlite`);
+    const own = await openSqliteLog(path, { pollMs: 1 });
+    const other = await openSqliteLog(path, { pollMs: 1 });
+    const runner = LiveRunner.start(own, { pollMs: 1 });
+    const wait = { timeoutMs: 20_000 };
+    try {
+      const plain = bare(events);
+      for (let at = 0, c = 0; at < plain.length; c++) {
+        const cut = cuts[c]!;
+        const write = plain.slice(at, at + cut.size);
+        at += write.length;
+        const seqs = cut.inline ? await runner.append(write) : await other.append(write);
+        if (cut.wait) await runner.caughtUp(seqs[seqs.length - 1]!, wait);
+      }
+      await runner.caughtUp(await own.lastSeq(), wait);
+    } finally {
+      runner.stop();
+    }
+    const all = await own.readPage({ limit: 100_000 });
+    const expected = replay(events).turns;
+    expect(all.filter((e) => e.type === "notification.dispatched")).toHaveLength(expected.length);
+    expect(verifyRecorded(all, replay(all).turns)).toEqual(verdictFor(expected.length));
+    await own.close();
+    await other.close();
+  },
+);
 
 test.prop([histories()])("determinism: folding the same history twice gives the same turns", (events) => {
   expect(replay(events)).toEqual(replay(events));
