@@ -47,10 +47,10 @@ import { defaultRedactor, type Redactor } from "./redact.js";
 import {
   applyInline,
   bodyOf,
-  flatStored,
-  type AppendDecider,
   checkProjections,
   checkpointsKept,
+  flatStored,
+  type AppendDecider,
   replacesOf,
   subjectOf,
   type SubjectSpan,
@@ -240,6 +240,13 @@ function layoutHost(db: Kysely<unknown>, layout: Layout, shown: string): LayoutH
     },
   };
   return host;
+}
+
+/** A batch a write transaction inserted: its first seq, its events as stored, and their bodies. */
+interface Written {
+  readonly first: number;
+  readonly events: readonly TurnfoldEvent[];
+  readonly bodies: readonly string[];
 }
 
 /** A write transaction under the log's lock: the last seq and the rows it has seen, which nobody else can change meanwhile. */
@@ -577,7 +584,7 @@ export class PostgresLog implements EventStore {
     opened.catch(() => undefined);
     let last: number | undefined;
     // The batches written, kept for `ownAppends` once COMMIT has answered.
-    const written: { first: number; events: readonly TurnfoldEvent[]; bodies: readonly string[] }[] = [];
+    const written: Written[] = [];
     const tx: WriteTransaction = {
       lastSeq: async () => (last ??= Number((await opened)[2]!.rows[0]!.last)),
       advance: (count) => (last = last! + count),
@@ -622,7 +629,7 @@ export class PostgresLog implements EventStore {
   }
 
   /** Appends prepared events at the transaction's next seqs, with their projection rows and the wake-up, in one statement, sent without waiting for its answer. */
-  async #insert(tx: WriteTransaction, events: readonly TurnfoldEvent[], written: { first: number; events: readonly TurnfoldEvent[]; bodies: readonly string[] }[]): Promise<number[]> {
+  async #insert(tx: WriteTransaction, events: readonly TurnfoldEvent[], written: Written[]): Promise<number[]> {
     if (events.length === 0) return [];
     if (this.#owners !== undefined) {
       // The rows of the processes the batch names without an owner, as this transaction sees them.

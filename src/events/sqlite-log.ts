@@ -28,10 +28,10 @@ import { defaultRedactor, type Redactor } from "./redact.js";
 import {
   applyInline,
   bodyOf,
-  flatStored,
-  type AppendDecider,
   checkProjections,
   checkpointsKept,
+  flatStored,
+  type AppendDecider,
   replacesOf,
   subjectOf,
   type SubjectSpan,

@@ -11,10 +11,9 @@
  * what waits for its session.
  */
 import type { Subscription } from "rxjs";
-import type { DrainConsumer } from "../events/schema.js";
+import type { DrainConsumer, TurnfoldEvent } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
 import type { FoldQuery } from "../reducers/query.js";
-import type { TurnfoldEvent } from "../events/schema.js";
 import { FoldPosition, InlineDecisions, liveTurns, type InlineDecision, type LiveOptions, type LiveView } from "./live.js";
 import type { ReadyItem } from "./project.js";
 
