@@ -8,7 +8,7 @@
 import { spawn } from "node:child_process";
 import type { Readable } from "node:stream";
 import { expect } from "vitest";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { readAll } from "../../src/events/log.js";
@@ -132,8 +132,10 @@ export class World {
     return JSON.stringify({ dir: this.dir, requests: this.model.exchanges.map((e) => `${e.rule}${e.markerNew ? ` (marker ×${e.markerNew})` : ""}`), events }, null, 1);
   }
 
+  /** Stops the model and removes the world's folder. A test that fails before its close leaves the folder, which its story names. */
   async close(): Promise<void> {
     await this.model.close();
+    rmSync(this.dir, { recursive: true, force: true });
   }
 }
 
