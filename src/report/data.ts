@@ -189,7 +189,8 @@ export class ReportBuilder {
 
   /** The host's side of an imported recording: its wakes, each with the tasks in it the agent had consumed already. */
   #hostWake(event: Stored, lane: number): void {
-    const redundant = event.seq > this.#noWakesThrough ? this.#consumedBefore.push(event) : event.type === "host.notified" ? [] : undefined;
+    // Through `noWakesThrough` nothing consumed is recorded, and a wake there names none.
+    const redundant = event.seq > this.#noWakesThrough ? this.#consumedBefore.push(event) : [];
     if (event.type !== "host.notified" || redundant === undefined) return;
     this.#hostWakes.push({ seq: event.seq, at: this.#now, lane, host: event.host, tasks: event.tasks, via: event.via, redundant: redundant.map(({ task, act, seq }) => ({ task, act, seq })) });
   }
