@@ -102,6 +102,9 @@ export interface InlineDecision {
   settled(stored: boolean): void;
 }
 
+/** How a runner decides a write as it is appended: told the events as stored and where the log ended before them. */
+type InlineDecider = (stored: readonly Stored[], lastBefore: number) => InlineDecision | undefined;
+
 /**
  * A write of the runner's own process, decided as it is appended (`LiveRunner.append`, on a
  * store with `appendDeciding`): under the log's write lock, when the runner's fold has taken
@@ -110,10 +113,10 @@ export interface InlineDecision {
  * record then cost one commit, where they cost two.
  */
 export class InlineDecisions {
-  #decide: ((stored: readonly Stored[], lastBefore: number) => InlineDecision | undefined) | undefined;
+  #decide: InlineDecider | undefined;
 
   /** For the runner: how it decides a write (undefined once it stops). */
-  register(decide: ((stored: readonly Stored[], lastBefore: number) => InlineDecision | undefined) | undefined): void {
+  register(decide: InlineDecider | undefined): void {
     this.#decide = decide;
   }
 
@@ -417,7 +420,7 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
    * Its records go into its transaction; what it decides is told once it is read back. A
    * dispatch record or a ledger move among its events goes as a plain append.
    */
-  const decideInline = (stored: readonly Stored[], lastBefore: number): InlineDecision | undefined => {
+  const decideInline: InlineDecider = (stored, lastBefore) => {
     if (signal.aborted || rebuildNeeded || inlineWrite !== undefined || lastBefore !== foldedTo || foldedTo !== next - 1) return undefined;
     if (stored.some((e) => e.type === "notification.dispatched" || e.type === "delegation.dropped" || e.type === "delegation.delivered")) return undefined;
     let settle: () => void = () => undefined;
