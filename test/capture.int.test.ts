@@ -86,7 +86,7 @@ describe("which Bash calls are captured", () => {
     writeFileSync(join(root, ".turnfold.json"), JSON.stringify({ capture: { exempt: "npm run dev" } }));
     expect(() => captureSettings(deep, {})).toThrow(/\.turnfold\.json: capture\.exempt: /);
     writeFileSync(join(root, ".turnfold.json"), "{ capture: ");
-    expect(() => captureSettings(deep, {})).toThrow(/\.turnfold\.json: not JSON/);
+    expect(() => captureSettings(deep, {})).toThrow(/\.turnfold\.json: not JSON \(column 3: a name in double quotes was expected\)$/);
   });
 });
 

@@ -92,7 +92,7 @@ describe("turnfold import / export", () => {
     );
     const result = cli(["import", bad, "--db", db]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain(`${bad}:2: (line): not valid JSON`);
+    expect(result.stderr).toContain(`${bad}:2: (line): not valid JSON (column 2: a name in double quotes was expected)`);
     expect(result.stderr).toContain(`${bad}:3: exitCode: required field is missing`);
     expect(result.stderr).toContain(`${bad}:4: type: unknown event type "teleport"`);
     expect(result.stderr).toMatch(new RegExp(`${bad}:5: consumer: .+`));
@@ -100,6 +100,20 @@ describe("turnfold import / export", () => {
     expect(result.stderr).not.toMatch(/\n\s+at /);
     expect(cli(["export", "--db", db]).stdout).toBe(before);
     expect(countEvents(db)).toBe(4);
+  });
+
+  it("names where a line stops being JSON and quotes none of it: the line may hold a secret", () => {
+    const leaky = join(dir, "leaky.jsonl");
+    const secret = "hunter2-very-secret";
+    writeFileSync(leaky, [JSON.stringify(lines[0]), `{"type": "process.exited", "at": 2, "process": "p", "exitCode": 0, "reason": "exited", "output": "", "password": ${secret}}`].join("\n"));
+    const db = join(dir, "leaky.sqlite");
+    const imported = cli(["import", leaky, "--db", db]);
+    expect(imported.code).toBe(1);
+    expect(imported.stderr).toContain(`${leaky}:2: (line): not valid JSON (column 114: a value was expected)`);
+    const replayed = cli(["replay", leaky]);
+    expect(replayed.code).toBe(1);
+    expect(replayed.stderr).toContain("not valid JSON (column 114: a value was expected)");
+    for (const output of [imported, replayed]) expect(output.stdout + output.stderr).not.toContain("hunter2");
   });
 
   it("shows at most the first 20 problems and counts the rest", () => {

@@ -201,6 +201,11 @@ describe("turnfold hook claude-code: UserPromptSubmit, sessions, failures", () =
     const garbage = command(db, "not json");
     expect(garbage.code).toBe(1);
     expect(garbage.stderr).toContain("not JSON");
+    // Where it stops being JSON, and none of what the host sent: a prompt may hold a secret.
+    const cut = command(db, '{"session_id": "f1", "prompt": "my password is hunter2-very-secret"');
+    expect(cut.code).toBe(1);
+    expect(cut.stderr).toContain("the hook's input on stdin is not JSON (column 68: the text ends inside an object)");
+    expect(cut.stderr).not.toContain("hunter2");
     const missing = command(db, JSON.stringify({ session_id: "f1" }));
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("hook_event_name");

@@ -160,6 +160,31 @@ describe("turnfold serve: bad bodies get a clear 4xx and append nothing", () => 
     expect(await lastSeq()).toBe(before);
   });
 
+  it("a body that is not JSON is told where it stops being JSON, quoting none of it; a key no request may carry is refused by name, as JSON and as NDJSON", async () => {
+    const before = await lastSeq();
+    const secret = "hunter2-very-secret";
+    const cut = await call(server.url, "POST", "/v1/events", producerToken, `[{"type": "process.exited", "at": 1,\n "output": ${secret}}]`);
+    expect(cut.status).toBe(400);
+    expect(cut.body).toEqual({ error: "the body is not valid JSON (line 2, column 12: a value was expected)" });
+    const empty = await call(server.url, "POST", "/v1/events", producerToken, " ");
+    expect(empty.body).toEqual({ error: "the body is empty: Content-Type: application/json needs a JSON value" });
+    const line = `{"type": "process.exited", "output": ${secret}}`;
+    const ndjson = await call(server.url, "POST", "/v1/events", producerToken, `${JSON.stringify(exit("n0", "s1"))}\n${line}`, { "content-type": "application/x-ndjson" });
+    expect(ndjson.status).toBe(400);
+    expect(ndjson.body.error).toBe("event 1 (line 2): not valid JSON (column 38: a value was expected); nothing was appended");
+    for (const answer of [cut, ndjson]) expect(answer.text).not.toContain("hunter2");
+    // fastify refuses these keys by default; its answer said the body was not JSON.
+    const poisoned = `{"type": "process.exited", "at": 1, "process": "pp", "owner": "s1", "exitCode": 0, "reason": "exited", "output": "", "__proto__": {"admin": true}}`;
+    const asJson = await call(server.url, "POST", "/v1/events", producerToken, `[${JSON.stringify(exit("n0", "s1"))}, ${poisoned}]`);
+    expect(asJson.status).toBe(400);
+    expect(asJson.body).toEqual({ error: "the body holds the key 1.__proto__, which no request may carry; nothing was done" });
+    const escaped = await call(server.url, "POST", "/v1/sessions", producerToken, '{"session": "x", "surface": "tui", "constructor": {"\\u0070rototype": {}}}');
+    expect(escaped.body).toEqual({ error: "the body holds the key constructor.prototype, which no request may carry; nothing was done" });
+    const asNdjson = await call(server.url, "POST", "/v1/events", producerToken, `${JSON.stringify(exit("n0", "s1"))}\n${poisoned}`, { "content-type": "application/x-ndjson" });
+    expect(asNdjson.body.error).toBe("event 1 (line 2): the key __proto__, which no request may carry; nothing was appended");
+    expect(await lastSeq()).toBe(before);
+  });
+
   it("a body of another media type and a path that cannot be decoded get the API's own error, naming what to send", async () => {
     const form = await call(server.url, "POST", "/v1/events", producerToken, "type=drain", { "content-type": "application/x-www-form-urlencoded" });
     expect(form.status).toBe(415);

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Command } from "commander";
+import { jsonFaultText } from "../events/json-fault.js";
 import { agentHosts, codexKey, sessionFromHost, type AgentHost } from "../hosts/host.js";
 import { hookEvents, settingsFiles } from "../hosts/hook-hosts.js";
 import { formatJson, parseJson, replaceFile, writeTarget } from "./settings-file.js";
@@ -77,8 +78,8 @@ async function answer(host: AgentHost, options: HookOptions): Promise<number> {
   let value: unknown;
   try {
     value = JSON.parse(raw);
-  } catch (error) {
-    throw new InputError(`the hook's input on stdin is not JSON (${(error as Error).message})`);
+  } catch {
+    throw new InputError(`the hook's input on stdin is not JSON (${jsonFaultText(raw)})`);
   }
   const given = typeof value === "object" && value !== null ? (value as Record<string, unknown>)["session_id"] : undefined;
   const sessionId = typeof given === "string" && given !== "" ? given : undefined;

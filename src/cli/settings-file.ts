@@ -44,7 +44,7 @@ export function parseJson(text: string): JsonValue {
       at += number[0].length;
       return new JsonNumber(number[0]);
     }
-    return fail(c === undefined ? "unexpected end of the text" : `unexpected ${JSON.stringify(c)}`);
+    return fail(c === undefined ? "unexpected end of the text" : "a value was expected");
   };
   const string = (): string => {
     const match = /^"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/.exec(text.slice(at));

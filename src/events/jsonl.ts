@@ -4,6 +4,7 @@
  * as if it were whole.
  */
 import type { Stored, TurnfoldEvent } from "./schema.js";
+import { jsonFaultText } from "./json-fault.js";
 import { formatProblem, validateEvent, type Problem } from "./validate.js";
 
 /** The result of decoding JSONL: every event, or the problems of every bad line. */
@@ -22,8 +23,9 @@ function decodeLine(raw: string, lineNumber: number): { readonly value: unknown;
   let value: unknown;
   try {
     value = JSON.parse(line);
-  } catch (error) {
-    return [{ where, field: "(line)", reason: `not valid JSON (${(error as Error).message})` }];
+  } catch {
+    // Where, never what: the engine's own message quotes the line, which may hold a secret.
+    return [{ where, field: "(line)", reason: `not valid JSON (${jsonFaultText(line)})` }];
   }
   const result = validateEvent(value, where);
   return result.ok ? { value, event: result.event } : result.problems;

@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { z } from "zod";
+import { jsonFaultText } from "../events/json-fault.js";
 
 /** The project file that turns capture off or exempts commands: `.turnfold.json`, in the folder the host runs in or any folder above it. */
 export const projectSettingsFile = ".turnfold.json";
@@ -42,8 +43,8 @@ export function captureSettings(cwd: string, env: NodeJS.ProcessEnv): { enabled:
       let value: unknown;
       try {
         value = JSON.parse(text);
-      } catch (error) {
-        throw new Error(`${file}: not JSON (${(error as Error).message})`);
+      } catch {
+        throw new Error(`${file}: not JSON (${jsonFaultText(text)})`);
       }
       const parsed = ProjectSettings.safeParse(value);
       if (!parsed.success) throw new Error(`${file}: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(file)"}: ${i.message}`).join("; ")}`);

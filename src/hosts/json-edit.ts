@@ -84,7 +84,7 @@ export function readTree(text: string): JsonNode {
     }
     if (c === '"') return { kind: "scalar", start, end: (string(), at), value: JSON.parse(text.slice(start, at)) as unknown };
     const literal = /^(?:true|false|null|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)/.exec(text.slice(at, at + 400));
-    if (literal === null || literal[0] === "") return fail(c === undefined ? "unexpected end of the text" : `unexpected ${JSON.stringify(c)}`);
+    if (literal === null || literal[0] === "") return fail(c === undefined ? "unexpected end of the text" : "a value was expected");
     at += literal[0].length;
     return { kind: "scalar", start, end: at, value: JSON.parse(literal[0]) as unknown };
   };

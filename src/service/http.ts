@@ -7,6 +7,7 @@
 import type { Duplex } from "node:stream";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { z } from "zod";
+import { forbiddenKey, jsonFaultText, mayHoldForbiddenKey } from "../events/json-fault.js";
 import { describeIssue, formatProblem, isInvalidEventsError } from "../events/validate.js";
 import { isTransientStoreError } from "../events/transient.js";
 
@@ -94,21 +95,43 @@ export interface HttpLimits {
   readonly logLine?: ((line: { readonly method: string; readonly route: string; readonly status: number; readonly ms: number }) => void) | undefined;
 }
 
-/** An NDJSON body as an array of values; a line that is not JSON is a 400 naming its index and line. */
+/**
+ * A JSON body as its value; a 400 for a body that is empty or not JSON (naming where it
+ * stops being JSON, never quoting it: fastify's own parser says neither) or that holds a key
+ * no request may carry (`forbiddenKey`, refused as fastify refuses it, by name and place).
+ */
+function parseJsonBody(body: string): unknown {
+  if (body.trim() === "") return new HttpError(400, { error: "the body is empty: Content-Type: application/json needs a JSON value" });
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return new HttpError(400, { error: `the body is not valid JSON (${jsonFaultText(body)})` });
+  }
+  const key = mayHoldForbiddenKey(body) ? forbiddenKey(value) : undefined;
+  if (key !== undefined) return new HttpError(400, { error: `the body holds the key ${key}, which no request may carry; nothing was done` });
+  return value;
+}
+
+/** An NDJSON body as an array of values; a line that is not JSON, or holds a key no request may carry, is a 400 naming its index and line. */
 function parseNdjson(body: string): unknown[] | HttpError {
   const lines = body.split("\n");
   const events: unknown[] = [];
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!.trim();
     if (line === "") continue;
+    // `index` counts events from 0, as for a JSON array; `line` counts lines from 1, as editors do.
+    const index = events.length;
+    const refuse = (reason: string) => new HttpError(400, { error: `event ${index} (line ${i + 1}): ${reason}; nothing was appended`, problems: [{ index, line: i + 1, field: "(event)", reason }] });
+    let value: unknown;
     try {
-      events.push(JSON.parse(line));
-    } catch (error) {
-      // `index` counts events from 0, as for a JSON array; `line` counts lines from 1, as editors do.
-      const index = events.length;
-      const reason = `not valid JSON (${(error as Error).message})`;
-      return new HttpError(400, { error: `event ${index} (line ${i + 1}) is ${reason}; nothing was appended`, problems: [{ index, line: i + 1, field: "(event)", reason }] });
+      value = JSON.parse(line);
+    } catch {
+      return refuse(`not valid JSON (${jsonFaultText(line)})`);
     }
+    const key = mayHoldForbiddenKey(line) ? forbiddenKey(value) : undefined;
+    if (key !== undefined) return refuse(`the key ${key}, which no request may carry`);
+    events.push(value);
   }
   return events;
 }
@@ -129,6 +152,12 @@ export function createApp(limits: HttpLimits): FastifyInstance {
     // Errors Node's HTTP parser raises before fastify sees a request (a stalled body,
     // headers too large, bytes that are not HTTP) get the API's own shape too.
     clientErrorHandler: clientError,
+  });
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (_request, body, done) => {
+    const parsed = parseJsonBody(String(body));
+    if (parsed instanceof HttpError) done(parsed, undefined);
+    else done(null, parsed);
   });
   app.addContentTypeParser("application/x-ndjson", { parseAs: "string" }, (_request, body, done) => {
     const parsed = parseNdjson(String(body));
