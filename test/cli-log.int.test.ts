@@ -157,6 +157,13 @@ describe("turnfold import / export", () => {
     expect(cli(["export"]).code).toBe(2);
     expect(cli(["export", "--db", "x", "--from", "0"]).code).toBe(2);
     expect(cli(["no-such-command"]).code).toBe(2);
+    // An option misnamed with its value attached is named without the value: it may be a secret.
+    const misnamed = cli(["export", "--db", "x", "--token=s3cret-value-123"]);
+    expect(misnamed.code).toBe(2);
+    expect(misnamed.stderr).toContain("error: unknown option '--token=…'");
+    const attached = cli(["export", "--db", "x", "-ps3cret-value-123"]);
+    expect(attached.stderr).toContain("error: unknown option '-p…'");
+    for (const output of [misnamed, attached]) expect(output.stderr).not.toContain("s3cret");
     for (const command of ["import", "export", "tail"]) {
       const help = cli([command, "--help"]);
       expect(help.code).toBe(0);

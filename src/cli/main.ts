@@ -48,7 +48,15 @@ const program = new Command("turnfold")
   .version("0.1.0")
   // A usage error is the error and one line that says where help is, not the whole help.
   .showHelpAfterError("(add --help for this command's usage; turnfold help lists the commands)")
+  // commander repeats an unknown option as it was typed, value and all (`--token=VALUE`,
+  // `-pVALUE`), and the value may be a secret: it is named without it. Subcommands inherit this.
+  .configureOutput({ outputError: (text, write) => write(withoutOptionValues(text)) })
   .exitOverride();
+
+/** A usage error as commander wrote it, with the value of an unknown option cut off. */
+function withoutOptionValues(text: string): string {
+  return text.replace(/unknown option '(--[^=']+)=[^']*'/g, "unknown option '$1=…'").replace(/unknown option '(-[^-'])[^']+'/g, "unknown option '$1…'");
+}
 
 const first = process.argv[2] ?? "";
 const named = commands.find((c) => c.names.includes(first));
