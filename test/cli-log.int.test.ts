@@ -163,7 +163,10 @@ describe("turnfold import / export", () => {
     expect(misnamed.stderr).toContain("error: unknown option '--token=…'");
     const attached = cli(["export", "--db", "x", "-ps3cret-value-123"]);
     expect(attached.stderr).toContain("error: unknown option '-p…'");
-    for (const output of [misnamed, attached]) expect(output.stderr).not.toContain("s3cret");
+    const twoLogs = cli(["replay", "postgres://ci:s3cret-value-123@127.0.0.1:1/a", "--db", "postgres://ci:s3cret-value-123@127.0.0.1:1/b"]);
+    expect(twoLogs.code).toBe(2);
+    expect(twoLogs.stderr).toContain('two logs named, "postgres://ci:***@127.0.0.1:1/a" and --db "postgres://ci:***@127.0.0.1:1/b"');
+    for (const output of [misnamed, attached, twoLogs]) expect(output.stderr).not.toContain("s3cret");
     for (const command of ["import", "export", "tail"]) {
       const help = cli([command, "--help"]);
       expect(help.code).toBe(0);

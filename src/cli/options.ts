@@ -1,5 +1,6 @@
 import { InvalidArgumentError, Option, type Command } from "commander";
 import type { Budget } from "../events/schema.js";
+import { redactUrl } from "../events/urls.js";
 import { sinkUrlProblem } from "../sinks/http.js";
 import { sessionKey } from "../hosts/host.js";
 
@@ -48,7 +49,7 @@ export function logToRead(command: Command, argument: string | undefined, given:
   // An empty TURNFOLD_DB names nothing.
   const db = given === "" ? undefined : given;
   const explicit = db !== undefined && command.getOptionValueSource("db") === "cli";
-  if (argument !== undefined && explicit && argument !== db) command.error(`error: two logs named, ${JSON.stringify(argument)} and --db ${JSON.stringify(db)}: give one`, { exitCode: 2, code: "turnfold.usage" });
+  if (argument !== undefined && explicit && argument !== db) command.error(`error: two logs named, ${JSON.stringify(redactUrl(argument))} and --db ${JSON.stringify(redactUrl(db))}: give one`, { exitCode: 2, code: "turnfold.usage" });
   const log = argument ?? db;
   if (log === undefined) command.error("error: name the log to read: as the argument, with --db LOG, or in TURNFOLD_DB", { exitCode: 2, code: "turnfold.usage" });
   return log;
