@@ -140,6 +140,22 @@ export function isSecretValue(value: string): boolean {
   return !notSecret.test(value);
 }
 
+/** The schemes an Authorization header's value may start with: what follows one is the credential. */
+const authScheme = /^(?:basic|bearer|digest|token|negotiate|ntlm|hoba|mutual|dpop|vapid|aws4-hmac-sha256|scram-sha-\d+)[ \t]+/i;
+
+/** Lower-case words and nothing else, two or more: a sentence about a header (`see below`, `none set`), not its value. */
+const sentence = /^[a-z]+(?:[ \t]+[a-z]+)+[.,;]?$/;
+
+/**
+ * Whether a header's value (an Authorization or a Cookie) holds a credential: not when it
+ * is a sentence about the header, or when what follows the scheme is a placeholder
+ * (`Bearer <token>`, `Bearer $TOKEN`, `required`).
+ */
+function isHeaderSecret(value: string): boolean {
+  const trimmed = value.trim();
+  return !sentence.test(trimmed) && isSecretValue(trimmed.replace(authScheme, "").trim());
+}
+
 // ---------------------------------------------------------------------------------------
 // Assignments in every notation jobs print. Each keeps the name and the punctuation, and
 // replaces the value.
@@ -273,16 +289,16 @@ const placeRules: RedactionRule[] = [
     // A header is one line: only blanks around the separator, as for assignments, so a
     // YAML key that opens a block (`authorization:` and its fields below) keeps them.
     name: "authorization-header",
-    pattern: /\b((?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*["']?)[^\r\n"']+/gi,
-    replace: `$1${redacted}`,
+    pattern: /\b((?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*["']?)([^\r\n"']+)/gi,
+    replace: (match: string, head: string, value: string) => (isHeaderSecret(value) ? head + redacted : match),
     trigger: new RegExp(anyCase("authorization")),
     gate: punctuated,
   },
   {
     // Cookie and Set-Cookie headers: the whole value.
     name: "cookie-header",
-    pattern: /\b((?:Set-)?Cookie[ \t]*:[ \t]*)[^\r\n"']+/gi,
-    replace: `$1${redacted}`,
+    pattern: /\b((?:Set-)?Cookie[ \t]*:[ \t]*)([^\r\n"']+)/gi,
+    replace: (match: string, head: string, value: string) => (isHeaderSecret(value) ? head + redacted : match),
     trigger: new RegExp(anyCase("cookie")),
     gate: punctuated,
   },

@@ -347,6 +347,12 @@ Invalid credentials for user ci (attempt 2 of 3)
 Refreshing OAuth token for ci@example.com
 Using cached credentials from the keyring
 Cookie consent banner rendered in 3 ms
+Authorization: see below
+Cookie: none set
+cookie: not required for this endpoint
+Authorization: required
+# Authorization: Bearer <token>
+curl -H "Authorization: Bearer $TOKEN" https://api.example.com/v1/status
 PWD=/home/ci/project
 OLDPWD=/home/ci
 declare -x PWD="/home/ci/project"
