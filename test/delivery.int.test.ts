@@ -169,6 +169,21 @@ describe("the HTTP sink's address", () => {
     expect(error.message).toBe(`POST http://127.0.0.1:${refusing.port}/turns: connection refused`);
   });
 
+  it("is shown, in its errors and the running line, without what the redaction rules hide: a token in the query, a webhook's secret path", async () => {
+    const refusing = await headerRecorder(503);
+    const withToken = `http://127.0.0.1:${refusing.port}/turns?token=s3cret-query-token-123`;
+    const sink = httpSink({ url: withToken, retries: 0 });
+    const answered = (await sink.deliver(turn).catch((e: unknown) => e)) as Error;
+    expect(answered.message).toBe(`http://127.0.0.1:${refusing.port}/turns?token=[redacted] answered 503`);
+    // Deliveries are marked under the name: it keeps the address whole.
+    expect(sink.name).toBe(`http:${withToken}`);
+    await refusing.close();
+    const unanswered = (await sink.deliver(turn).catch((e: unknown) => e)) as Error;
+    expect(unanswered.message).toBe(`POST http://127.0.0.1:${refusing.port}/turns?token=[redacted]: connection refused`);
+    expect(shownSinkUrl("https://hooks.slack.com/services/T0123ABCD/B0123ABCD/abcdefghijklmnopqrstuvwx")).toBe("https://[redacted]");
+    expect(shownSinkUrl("https://tok3n@example.com/turns?api_key=abc123def456")).toBe("https://***@example.com/turns?api_key=[redacted]");
+  });
+
   it("is refused when it is not an http(s) URL, named without its password", () => {
     expect(() => httpSink({ url: "ftp://relay:s3cret-pw@example.com/turns" })).toThrow('httpSink: expected an http:// or https:// URL, got "ftp://***@example.com/turns" (ftp)');
     expect(() => httpSink({ url: "localhost:8080" })).toThrow("httpSink: expected an http:// or https:// URL");

@@ -1,4 +1,5 @@
 /** POSTs each turn as JSON, with its idempotency key in a header, a timeout and a few quick retries. */
+import { defaultRedactor } from "../events/redact.js";
 import type { DispatchedTurn, TurnSink } from "./sink.js";
 
 /** The header that carries a turn's idempotency key. */
@@ -33,9 +34,16 @@ export class HttpSinkError extends Error {
 
 /**
  * A sink URL as messages and logs show it: user and password both as `***`, since a sink
- * URL often carries a token where the user goes (`https://TOKEN@hooks.example/…`).
+ * URL often carries a token where the user goes (`https://TOKEN@hooks.example/…`), and
+ * what the default redaction rules hide in the rest: a webhook's secret path (Slack,
+ * Discord), a token in the query (`?token=…`).
  */
 export function shownSinkUrl(url: string): string {
+  return defaultRedactor(withoutUser(url));
+}
+
+/** The URL with its user and password both as `***`. */
+function withoutUser(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.username === "" && parsed.password === "") return url;
@@ -102,6 +110,9 @@ export function httpSink(options: HttpSinkOptions): TurnSink {
   target.username = "";
   target.password = "";
   const url = credentials === undefined ? options.url : target.toString();
+  // Errors name the address as logs may show it; the name keeps it whole, since deliveries
+  // are marked under it.
+  const shown = shownSinkUrl(url);
   const authorization: Record<string, string> = credentials === undefined ? {} : { authorization: `Basic ${Buffer.from(credentials).toString("base64")}` };
   const tries = 1 + (options.retries ?? 2);
   const post = async (turn: DispatchedTurn): Promise<void> => {
@@ -114,11 +125,11 @@ export function httpSink(options: HttpSinkOptions): TurnSink {
         signal: AbortSignal.timeout(options.timeoutMs ?? 5000),
       });
     } catch (error) {
-      throw new HttpSinkError(`POST ${url}: ${unanswered(error)}`, undefined, { cause: error });
+      throw new HttpSinkError(`POST ${shown}: ${unanswered(error)}`, undefined, { cause: error });
     }
     // Drain the body so the connection can be reused.
     await response.arrayBuffer();
-    if (!response.ok) throw new HttpSinkError(`${url} answered ${response.status}`, response.status);
+    if (!response.ok) throw new HttpSinkError(`${shown} answered ${response.status}`, response.status);
   };
   return {
     name: options.name ?? `http:${url}`,
