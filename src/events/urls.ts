@@ -1,17 +1,27 @@
 /** Telling a PostgreSQL URL from a file path, and showing a URL without its password. */
+import { defaultRedactor } from "./redact.js";
 
 /** True for the URLs `openLog` opens with the PostgreSQL adapter. */
 export function isPostgresUrl(target: string): boolean {
   return /^postgres(ql)?:\/\//i.test(target);
 }
 
-/** The URL with any password replaced, for messages and logs. */
+/**
+ * The URL with any password replaced, for messages and logs: the one after the user, and
+ * what the redaction rules hide in the rest (`?password=…`, which libpq takes as well). A
+ * file path is shown as it is.
+ */
 export function redactUrl(target: string): string {
+  if (!target.includes("://")) return target;
+  let shown: string;
   try {
     const url = new URL(target);
     if (url.password) url.password = "***";
-    return url.toString();
+    shown = url.toString();
   } catch {
-    return target.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
+    shown = target.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
   }
+  // The rules read the query alone: the user's part is masked above, as `***`.
+  const query = shown.indexOf("?");
+  return query === -1 ? shown : shown.slice(0, query) + defaultRedactor(shown.slice(query));
 }
