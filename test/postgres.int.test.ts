@@ -222,6 +222,27 @@ describe.skipIf(database === undefined)(`PostgreSQL ${postgresSkipReason() ?? ""
     }
   });
 
+  it("a reading command names a log it read without the password: replay --verify, items --session", async () => {
+    const secret = "hunter2-s3cret";
+    const target = url();
+    const log = await openLog(target);
+    await log.append([{ type: "session.opened", at: 1, session: "s1", surface: "tui" }]);
+    await log.close();
+    const withPassword = new URL(target);
+    withPassword.password = secret;
+    const given = withPassword.toString();
+    const verified = cli(["replay", given, "--verify"]);
+    expect(verified.code).toBe(3);
+    expect(verified.stderr).toContain("this log holds no dispatch records");
+    const items = cli(["items", given, "--session", "nosuch"]);
+    expect(items.code).toBe(1);
+    expect(items.stderr).toContain('no session "nosuch" in postgres://');
+    for (const output of [verified, items]) {
+      expect(output.stdout + output.stderr).not.toContain(secret);
+      expect(output.stderr).toContain(":***@");
+    }
+  });
+
   it("the database refuses UPDATE, DELETE and TRUNCATE of events, and a newer layout is refused clearly", async () => {
     const target = url();
     const log = await openLog(target);

@@ -1,6 +1,7 @@
 /** `turnfold sessions LOG` and `turnfold items LOG`: the ids a history holds, to pick one for `explain`. */
 import type { Command } from "commander";
 import type { Budget } from "../events/schema.js";
+import { redactUrl } from "../events/urls.js";
 import type { FoldQuery } from "../reducers/query.js";
 import { Inventory, type ItemRow, type SessionRow } from "../report/inventory.js";
 import { openHistory } from "./load-session.js";
@@ -70,7 +71,7 @@ export function inventoryCommands(program: Command): void {
         );
         await flush(true);
         if (options.session !== undefined && !rows.some((row) => row.session === options.session)) {
-          process.stderr.write(`turnfold: no session ${JSON.stringify(options.session)} in ${file}\n`);
+          process.stderr.write(`turnfold: no session ${JSON.stringify(options.session)} in ${redactUrl(file)}\n`);
           return 1;
         }
         return 0;

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { isLogError } from "../events/errors.js";
+import { redactUrl } from "../events/urls.js";
 
 /** Bad input: a message for stderr and exit code 1. */
 export class InputError extends Error {
@@ -139,10 +140,11 @@ export function stopped(signal: AbortSignal): Promise<void> {
 /**
  * Runs `body` with a path to read: `path` itself, or for `-` a private temporary copy of
  * standard input (copied as a stream, so memory stays flat; readers that read a file
- * twice need a file), removed afterwards. `body` gets the path and the name to show.
+ * twice need a file), removed afterwards. `body` gets the path and the name to show (a
+ * PostgreSQL URL without its password).
  */
 export async function withInputFile<T>(path: string, body: (file: string, shown: string) => Promise<T>): Promise<T> {
-  if (path !== "-") return body(path, path);
+  if (path !== "-") return body(path, redactUrl(path));
   const dir = mkdtempSync(join(tmpdir(), "turnfold-stdin-"));
   try {
     const copy = join(dir, "stdin.jsonl");
