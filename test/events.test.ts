@@ -38,7 +38,7 @@ describe("event schemas", () => {
   });
 
   it("rejects a non-object, a missing type and an unknown type", () => {
-    const reasons = [[1], null, { at: 1 }, { type: 3 }, { type: "x.y", at: 1 }].map((v) => {
+    const reasons = [[1], null, { at: 1 }, { type: 3 }, { type: "x.y", at: 1 }, { type: "two\nlines", at: 1 }, { type: "t".repeat(100_000), at: 1 }].map((v) => {
       const r = validateEvent(v, "line 1");
       return r.ok ? "ok" : `${r.problems[0]!.field}: ${r.problems[0]!.reason}`;
     });
@@ -48,6 +48,9 @@ describe("event schemas", () => {
       "type: required field is missing",
       "type: must be a string",
       'type: unknown event type "x.y"',
+      // Escaped, so a problem stays one line; cut, so it stays short.
+      'type: unknown event type "two\\nlines"',
+      `type: unknown event type "${"t".repeat(64)}"… (100000 characters)`,
     ]);
   });
 

@@ -48,8 +48,17 @@ function shapeProblem(value: unknown): { field: string; reason: string } | undef
   const type = (value as { type?: unknown }).type;
   if (type === undefined) return { field: "type", reason: "required field is missing" };
   if (typeof type !== "string") return { field: "type", reason: "must be a string" };
-  if (!knownTypes.has(type)) return { field: "type", reason: `unknown event type "${type}"` };
+  if (!knownTypes.has(type)) return { field: "type", reason: `unknown event type ${shownType(type)}` };
   return undefined;
+}
+
+/**
+ * An unknown type as a message quotes it: escaped, so that a problem stays one line, and
+ * cut after 64 characters, so that a producer's mistake cannot make the answer as long as
+ * the batch.
+ */
+function shownType(type: string): string {
+  return type.length <= 64 ? JSON.stringify(type) : `${JSON.stringify(type.slice(0, 64))}… (${type.length} characters)`;
 }
 
 /**
