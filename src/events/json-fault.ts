@@ -131,8 +131,8 @@ export function jsonFault(text: string): JsonFault | undefined {
  */
 export function jsonFaultText(text: string): string {
   const found = jsonFault(text);
-  // A text JSON.parse refused but this scan reads whole: said without a place.
-  if (found === undefined) return "a fault this scan did not find";
+  // A text JSON.parse refused but this scan reads whole (the property says it never comes): said without a place.
+  if (found === undefined) return "its place could not be named";
   const place = text.includes("\n") ? `line ${found.line}, column ${found.column}` : `column ${found.column}`;
   return `${place}: ${found.reason}`;
 }
