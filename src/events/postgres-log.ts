@@ -260,7 +260,8 @@ interface WriteTransaction {
   readonly run: Run;
   /** Sends a statement whose answer the COMMIT waits for. */
   send(query: RawBuilder<unknown>): void;
-  insert(events: readonly TurnfoldEvent[]): Promise<number[]>;
+  /** Appends prepared events; with `stored`, pushes them there as stored (redacted, with their seqs). */
+  insert(events: readonly TurnfoldEvent[], stored?: Stored[]): Promise<number[]>;
 }
 
 const statementNames = new Map<string, string>();
@@ -378,11 +379,9 @@ export class PostgresLog implements EventStore {
     const prepared = prepareEvents(events, this.#redact, this.#output);
     return this.#write(async (tx) => {
       const lastBefore = await tx.lastSeq();
-      const seqs = await tx.insert(prepared);
-      const more = decide(
-        prepared.map((e, i) => flatStored(e, seqs[i]!) ?? toStored({ seq: seqs[i]!, body: bodyOf(e) })),
-        lastBefore,
-      );
+      const stored: Stored[] = [];
+      const seqs = await tx.insert(prepared, stored);
+      const more = decide(stored, lastBefore);
       if (more.length > 0) await tx.insert(prepareEvents(more, this.#redact, this.#output));
       return seqs;
     });
@@ -596,7 +595,7 @@ export class PostgresLog implements EventStore {
         });
         sent.push(answered);
       },
-      insert: (events) => this.#insert(tx, events, written),
+      insert: (events, stored) => this.#insert(tx, events, written, stored),
     };
     try {
       let value: T;
@@ -629,7 +628,7 @@ export class PostgresLog implements EventStore {
   }
 
   /** Appends prepared events at the transaction's next seqs, with their projection rows and the wake-up, in one statement, sent without waiting for its answer. */
-  async #insert(tx: WriteTransaction, events: readonly TurnfoldEvent[], written: Written[]): Promise<number[]> {
+  async #insert(tx: WriteTransaction, events: readonly TurnfoldEvent[], written: Written[], stored?: Stored[]): Promise<number[]> {
     if (events.length === 0) return [];
     if (this.#owners !== undefined) {
       // The rows of the processes the batch names without an owner, as this transaction sees them.
@@ -652,6 +651,8 @@ export class PostgresLog implements EventStore {
     tx.send(sql`WITH ${sql.join(steps)} SELECT pg_notify(${this.#layout.channel}, '')`);
     tx.advance(events.length);
     written.push({ first, events, bodies });
+    // The events as stored, for a caller that decides in the same transaction (`appendDeciding`), from the bodies just written.
+    if (stored !== undefined) for (let i = 0; i < events.length; i++) stored.push(flatStored(events[i]!, seqs[i]!) ?? toStored({ seq: seqs[i]!, body: bodies[i]! }));
     return seqs;
   }
 
