@@ -96,21 +96,28 @@ export interface HttpLimits {
 }
 
 /**
- * A JSON body as its value; a 400 for a body that is empty or not JSON (naming where it
- * stops being JSON, never quoting it: fastify's own parser says neither) or that holds a key
- * no request may carry (`forbiddenKey`, refused as fastify refuses it, by name and place).
+ * A JSON text of a request as its value; or why not: where it stops being JSON (never
+ * quoting it: fastify's own parser gave no place), or a key no request may carry
+ * (`forbiddenKey`, refused as fastify refuses it, by name and place).
  */
-function parseJsonBody(body: string): unknown {
-  if (body.trim() === "") return new HttpError(400, { error: "the body is empty: Content-Type: application/json needs a JSON value" });
+function readJson(text: string): { readonly value: unknown } | { readonly notJson: string } | { readonly forbidden: string } {
   let value: unknown;
   try {
-    value = JSON.parse(body);
+    value = JSON.parse(text);
   } catch {
-    return new HttpError(400, { error: `the body is not valid JSON (${jsonFaultText(body)})` });
+    return { notJson: jsonFaultText(text) };
   }
-  const key = mayHoldForbiddenKey(body) ? forbiddenKey(value) : undefined;
-  if (key !== undefined) return new HttpError(400, { error: `the body holds the key ${key}, which no request may carry; nothing was done` });
-  return value;
+  const key = mayHoldForbiddenKey(text) ? forbiddenKey(value) : undefined;
+  return key === undefined ? { value } : { forbidden: key };
+}
+
+/** A JSON body as its value; a 400 for a body that is empty, not JSON, or holds a key no request may carry. */
+function parseJsonBody(body: string): unknown {
+  if (body.trim() === "") return new HttpError(400, { error: "the body is empty: Content-Type: application/json needs a JSON value" });
+  const read = readJson(body);
+  if ("notJson" in read) return new HttpError(400, { error: `the body is not valid JSON (${read.notJson})` });
+  if ("forbidden" in read) return new HttpError(400, { error: `the body holds the key ${read.forbidden}, which no request may carry; nothing was done` });
+  return read.value;
 }
 
 /** An NDJSON body as an array of values; a line that is not JSON, or holds a key no request may carry, is a 400 naming its index and line. */
@@ -123,15 +130,10 @@ function parseNdjson(body: string): unknown[] | HttpError {
     // `index` counts events from 0, as for a JSON array; `line` counts lines from 1, as editors do.
     const index = events.length;
     const refuse = (reason: string) => new HttpError(400, { error: `event ${index} (line ${i + 1}): ${reason}; nothing was appended`, problems: [{ index, line: i + 1, field: "(event)", reason }] });
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      return refuse(`not valid JSON (${jsonFaultText(line)})`);
-    }
-    const key = mayHoldForbiddenKey(line) ? forbiddenKey(value) : undefined;
-    if (key !== undefined) return refuse(`the key ${key}, which no request may carry`);
-    events.push(value);
+    const read = readJson(line);
+    if ("notJson" in read) return refuse(`not valid JSON (${read.notJson})`);
+    if ("forbidden" in read) return refuse(`the key ${read.forbidden}, which no request may carry`);
+    events.push(read.value);
   }
   return events;
 }
