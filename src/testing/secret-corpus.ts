@@ -137,9 +137,26 @@ export function secretCorpus(seed = 20261203): SecretLine[] {
   }
 
   // Places: login commands, curl, URLs, headers, connection strings.
-  for (const cmd of ["docker login -u ci -p", "podman login registry.example.com -u ci -p", "helm registry login ghcr.io --username ci -p", "sshpass -p"]) {
+  for (const [cmd, after] of [
+    ["docker login -u ci -p", "registry.example.com"],
+    ["podman login registry.example.com -u ci -p", ""],
+    ["helm registry login ghcr.io --username ci -p", ""],
+    ["sshpass -p", "ssh ci@build"],
+    ["az login --service-principal -u http://ci-deployer -p", "--tenant 72f988bf-86f1-41af-91ab-2d7cd011db47"],
+    ["oc login https://api.cluster.example.com:6443 -u ci -p", "--insecure-skip-tls-verify"],
+    ["cf login -a https://api.cf.example.com -u ci@example.com -p", "-o team -s prod"],
+  ]) {
     const v = g.password();
-    add("login-password", v, `+ ${cmd} ${v} ${cmd.startsWith("sshpass") ? "ssh ci@build" : "registry.example.com"}`);
+    add("login-password", v, `+ ${cmd} ${v} ${after}`.trimEnd());
+  }
+  for (const [cmd, after] of [
+    ["mongosh mongodb://db.internal:27017/app -u app -p", "--authenticationDatabase admin"],
+    ["mongodump --host db.internal -u backup -p", "--out /backups/nightly"],
+    ["redis-cli -h cache.internal -p 6379 -a", "ping"],
+    ["sqlcmd -S db.internal -U sa -P", `-Q "SELECT 1"`],
+  ]) {
+    const v = g.password();
+    add("client-password", v, `+ ${cmd} ${v} ${after}`);
   }
   {
     const v = g.password();
@@ -372,6 +389,11 @@ To github.com:example/app.git
    3f2a9c1..9b1c7f0  main -> main
 branch 'main' set up to track 'origin/main'.
 docker run --rm -u 1000:1000 -v /work:/work node:20 npm test
++ redis-cli -h cache.internal -p 6379 ping
++ mongosh --quiet --eval "db.adminCommand({ ping: 1 })" mongodb://db.internal:27017
++ az login --identity --username 0f8e2c1a-5b7d-4e3f-9a6c-2d1b0e9f8a7c
++ cf login -a https://api.cf.example.com --sso
++ sqlcmd -S db.internal -E -Q "SELECT name FROM sys.databases"
 ssh -p 2222 ci@build.example.com 'systemctl restart app'
 Connecting to https://registry.npmjs.org:443 ... connected.
 HTTP/1.1 200 OK
