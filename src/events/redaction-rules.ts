@@ -175,6 +175,9 @@ const assignmentTrigger = new RegExp(String.raw`${wordPart}[A-Za-z0-9_.-]*["']?[
 const flagTrigger = new RegExp(String.raw`-[A-Za-z0-9_.-]*${wordPart}`);
 const elementTrigger = new RegExp(String.raw`<[A-Za-z0-9_.-]*${wordPart}`);
 
+/** Words that follow a flag's name in a sentence about it (`--password via the CLI`, `--token is required`), never its value. */
+const proseAfterFlag = /^(?:via|is|are|was|were|and|or|for|from|to|with|in|on|of|the|not|must|should|can|cannot|will|may|flag|option|argument)$/;
+
 /** A value that is code, not data: `session.token()`, `process.env.TOKEN`, `config.auth`. */
 const codeReference = /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?:\(.*)?;?$/;
 
@@ -241,7 +244,12 @@ const assignmentRules: RedactionRule[] = [
     // --password X, --password=X, --api-key "X", --token=X (not --password-stdin, --token-file).
     name: "flag",
     pattern: new RegExp(String.raw`(?<![A-Za-z0-9_-])--?(${name})(?:=|[ \t]+)(?!-)${value}`, "g"),
-    replace: (match: string, n: string, dq?: string, sq?: string, bare?: string) => hideValue(match, n, dq ?? sq ?? bare ?? ""),
+    replace: (match: string, n: string, dq?: string, sq?: string, bare?: string) => {
+      // A sentence about the flag (Docker's `Using --password via the CLI is insecure`):
+      // a word of prose after a blank, where a value would stand.
+      if (bare !== undefined && proseAfterFlag.test(bare) && match.charAt(match.indexOf(n) + n.length) !== "=") return match;
+      return hideValue(match, n, dq ?? sq ?? bare ?? "");
+    },
     trigger: flagTrigger,
     gate: punctuated,
   },

@@ -390,6 +390,8 @@ To github.com:example/app.git
 branch 'main' set up to track 'origin/main'.
 docker run --rm -u 1000:1000 -v /work:/work node:20 npm test
 + redis-cli -h cache.internal -p 6379 ping
+WARNING! Using --password via the CLI is insecure. Use --password-stdin.
+error: --token is required when --registry is set
 + mongosh --quiet --eval "db.adminCommand({ ping: 1 })" mongodb://db.internal:27017
 + az login --identity --username 0f8e2c1a-5b7d-4e3f-9a6c-2d1b0e9f8a7c
 + cf login -a https://api.cf.example.com --sso
