@@ -94,4 +94,33 @@ describe("forbiddenKey: the keys fastify refuses by default, found at any depth,
     expect(forbiddenKey(JSON.parse(escaped))).toBe("__proto__");
     expect(mayHoldForbiddenKey('[{"type": "drain"}]')).toBe(false);
   });
+
+  it("property: mayHoldForbiddenKey is true of every JSON text forbiddenKey refuses, its keys spelt with escapes or without", () => {
+    const key = fc.constantFrom("__proto__", "constructor", "prototype", "type", "a");
+    const value: fc.Arbitrary<unknown> = fc.letrec<{ node: unknown }>((tie) => ({
+      node: fc.oneof(
+        { depthSize: "small", withCrossShrink: true },
+        fc.constantFrom(1, "x", null),
+        fc.array(tie("node"), { maxLength: 3 }),
+        fc.array(fc.tuple(key, tie("node")), { maxLength: 3 }).map((entries) => ({ entries })),
+      ),
+    })).node;
+    // Each key written out by hand, some of its characters as \u escapes, as JSON allows.
+    const write = (node: unknown, escape: (c: string) => boolean): string => {
+      if (Array.isArray(node)) return `[${node.map((n) => write(n, escape)).join(",")}]`;
+      if (typeof node === "object" && node !== null && "entries" in node) {
+        const entries = (node as { entries: [string, unknown][] }).entries;
+        const spell = (k: string) => [...k].map((c) => (escape(c) ? `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}` : c)).join("");
+        return `{${entries.map(([k, v]) => `"${spell(k)}":${write(v, escape)}`).join(",")}}`;
+      }
+      return JSON.stringify(node);
+    };
+    fc.assert(
+      fc.property(value, fc.func(fc.boolean()), (node, escape) => {
+        const text = write(node, (c) => escape(c));
+        if (forbiddenKey(JSON.parse(text)) !== undefined) expect(mayHoldForbiddenKey(text), text).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
+  });
 });

@@ -100,14 +100,14 @@ export interface HttpLimits {
  * quoting it: fastify's own parser gave no place), or a key no request may carry
  * (`forbiddenKey`, refused as fastify refuses it, by name and place).
  */
-function readJson(text: string): { readonly value: unknown } | { readonly notJson: string } | { readonly forbidden: string } {
+function readJson(text: string, mayHold = mayHoldForbiddenKey(text)): { readonly value: unknown } | { readonly notJson: string } | { readonly forbidden: string } {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
     return { notJson: jsonFaultText(text) };
   }
-  const key = mayHoldForbiddenKey(text) ? forbiddenKey(value) : undefined;
+  const key = mayHold ? forbiddenKey(value) : undefined;
   return key === undefined ? { value } : { forbidden: key };
 }
 
@@ -123,6 +123,8 @@ function parseJsonBody(body: string): unknown {
 /** An NDJSON body as an array of values; a line that is not JSON, or holds a key no request may carry, is a 400 naming its index and line. */
 function parseNdjson(body: string): unknown[] | HttpError {
   const lines = body.split("\n");
+  // A body that cannot spell a refused key has no line that can: it is looked for once.
+  const mayHold = mayHoldForbiddenKey(body);
   const events: unknown[] = [];
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!.trim();
@@ -130,7 +132,7 @@ function parseNdjson(body: string): unknown[] | HttpError {
     // `index` counts events from 0, as for a JSON array; `line` counts lines from 1, as editors do.
     const index = events.length;
     const refuse = (reason: string) => new HttpError(400, { error: `event ${index} (line ${i + 1}): ${reason}; nothing was appended`, problems: [{ index, line: i + 1, field: "(event)", reason }] });
-    const read = readJson(line);
+    const read = readJson(line, mayHold && mayHoldForbiddenKey(line));
     if ("notJson" in read) return refuse(`not valid JSON (${read.notJson})`);
     if ("forbidden" in read) return refuse(`the key ${read.forbidden}, which no request may carry`);
     events.push(read.value);
