@@ -7,7 +7,7 @@
  */
 import { logError } from "./events/errors.js";
 import { MemoryLog } from "./events/memory-log.js";
-import { isPostgresUrl, redactUrl } from "./events/urls.js";
+import { foreignUrlMessage, isForeignUrl, isPostgresUrl, redactUrl } from "./events/urls.js";
 import { defaultRedactor, type Redactor } from "./events/redact.js";
 import type { EventStore } from "./events/store.js";
 import { ledgerProjection } from "./ledger/projection.js";
@@ -65,6 +65,8 @@ export async function openLog(target: string, options: OpenLogOptions = {}): Pro
   if (typeof target !== "string" || target.trim() === "") {
     throw logError("no-target", String(target ?? ""), `no log named (${JSON.stringify(target ?? null)}): give a SQLite file path, a postgres:// URL or "${memoryTarget}"`);
   }
+  // SQLite would take `mysql://user:pw@host/db` for a path, and name it, password and all, in its error.
+  if (isForeignUrl(target)) throw logError("bad-url", redactUrl(target), foreignUrlMessage(target));
   const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy), batchesProjection, handoverProjection, addressedProcessesProjection];
   const redact = redactorOf(options.redaction, target);
   const refuseUnaddressed = options.allowUnaddressed !== true;

@@ -144,12 +144,19 @@ describe("turnfold import / export", () => {
       [["export", "--db", text], /text\.sqlite: not a SQLite database/],
       [["export", "--db", foreign], /foreign\.sqlite: a SQLite database, but not a turnfold log/],
       [["export", "--db", folder], /folder: is a directory/],
+      // A URL of a kind turnfold has no adapter for was taken for a file path, and named with its password.
+      [["export", "--db", "mysql://ci:s3cret-value-123@db.internal/app"], /mysql:\/\/ci:\*\*\*@db\.internal\/app: turnfold opens no log at a URL of this kind/],
+      [["tail", "--db", "redis://:s3cret-value-123@cache:6379/0"], /redis:\/\/:\*\*\*@cache:6379\/0: turnfold opens no log at a URL of this kind/],
+      [["replay", "mysql://ci:s3cret-value-123@db.internal/app"], /mysql:\/\/ci:\*\*\*@db\.internal\/app: a URL turnfold cannot read/],
+      [["sessions", "mysql://ci:s3cret-value-123@db.internal/app"], /a URL turnfold cannot read/],
+      [["scan", "mysql://ci:s3cret-value-123@db.internal/app"], /a URL turnfold cannot read/],
     ];
     for (const [args, message] of cases) {
       const result = cli(args);
       expect(result.code, args.join(" ")).toBe(1);
       expect(result.stderr).toMatch(message);
       expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(result.stderr).not.toContain("s3cret");
     }
   });
 

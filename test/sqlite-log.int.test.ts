@@ -310,6 +310,22 @@ describe("sqlite log file", () => {
     }
   });
 
+  it("refuses a URL it has no adapter for, naming it without its password", async () => {
+    for (const [target, shown] of [
+      ["mysql://ci:s3cret-value-123@db.internal/app", "mysql://ci:***@db.internal/app"],
+      ["redis://:s3cret-value-123@cache:6379/0", "redis://:***@cache:6379/0"],
+      ["sqlite://ci:s3cret-value-123@host/log.sqlite", "sqlite://ci:***@host/log.sqlite"],
+    ]) {
+      const error = await openAny(target!).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isLogError(error) && error.code, target).toBe("bad-url");
+      expect((error as Error).message).toBe(`${shown}: turnfold opens no log at a URL of this kind: give a SQLite file path, a postgres:// URL or "memory:"`);
+      expect(isLogError(error) && error.path).toBe(shown);
+    }
+  });
+
   it("names each kind of file it cannot open", async () => {
     const missing = await openError(join(dir, "nope.sqlite"));
     expect(isLogError(missing) && missing.code).toBe("missing-file");

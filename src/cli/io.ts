@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { isLogError } from "../events/errors.js";
-import { redactUrl } from "../events/urls.js";
+import { isForeignUrl, redactUrl } from "../events/urls.js";
 
 /** Bad input: a message for stderr and exit code 1. */
 export class InputError extends Error {
@@ -43,24 +43,26 @@ export function requireWritable(path: string, what: string): void {
   } catch {
     // Not there yet: its folder decides.
   }
-  if (isDirectory) throw new InputError(`${path}: cannot write ${what} (it is a directory)`);
+  if (isDirectory) throw new InputError(`${redactUrl(path)}: cannot write ${what} (it is a directory)`);
   try {
     accessSync(dirname(path), constants.W_OK);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new InputError(`${path}: cannot write ${what} (${code === "ENOENT" ? "its folder does not exist" : "its folder cannot be written to"})`);
+    throw new InputError(`${redactUrl(path)}: cannot write ${what} (${code === "ENOENT" ? "its folder does not exist" : "its folder cannot be written to"})`);
   }
 }
 
 /** Checks that a path names a file, naming the problem when it is missing or a folder. */
 export function requireFile(path: string): void {
+  // `mysql://user:pw@host/db` is no file, and its name is shown without the password.
+  if (isForeignUrl(path)) throw new InputError(`${redactUrl(path)}: a URL turnfold cannot read: give a file, or a log as a SQLite file or a postgres:// URL`);
   let stats;
   try {
     stats = statSync(path);
   } catch {
-    throw new InputError(`${path}: no such file`);
+    throw new InputError(`${redactUrl(path)}: no such file`);
   }
-  if (stats.isDirectory()) throw new InputError(`${path}: is a directory, not a file`);
+  if (stats.isDirectory()) throw new InputError(`${redactUrl(path)}: is a directory, not a file`);
 }
 
 /** Reads a text file, naming the problem when it is missing, a folder or unreadable. */
@@ -69,7 +71,7 @@ export function readTextFile(path: string): string {
   try {
     return readFileSync(path, "utf8");
   } catch (error) {
-    throw new InputError(`${path}: cannot read (${(error as Error).message})`);
+    throw new InputError(`${redactUrl(path)}: cannot read (${(error as Error).message})`);
   }
 }
 

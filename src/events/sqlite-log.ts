@@ -16,6 +16,7 @@ import Database from "better-sqlite3";
 import { Kysely, SqliteDialect, SqliteDriver, CompiledQuery, type DatabaseConnection, type Driver } from "kysely";
 import { Subject, interval, merge, filter, map, type Observable } from "rxjs";
 import { logError } from "./errors.js";
+import { redactUrl } from "./urls.js";
 import { RecentBodies, keepsOwnAppends } from "./recent.js";
 import { readPaged, defaultPageSize, type ConditionalAppend, type ReadOptions } from "./log.js";
 import { tailPaged } from "./tail.js";
@@ -98,7 +99,7 @@ export async function openSqliteLog(path: string, options: SqliteLogOptions = {}
   try {
     database = new Database(path, { fileMustExist: !(options.create ?? true), timeout: options.busyTimeoutMs ?? 15000 });
   } catch (error) {
-    throw logError("missing-file", path, `${path}: cannot open the log file (${(error as Error).message})`, error);
+    throw logError("missing-file", redactUrl(path), `${redactUrl(path)}: cannot open the log file (${(error as Error).message})`, error);
   }
   try {
     await configure(database, path, options.synchronous ?? "NORMAL", options.busyTimeoutMs ?? 15000);
@@ -121,10 +122,10 @@ function checkPath(path: string, create: boolean): void {
   try {
     isDirectory = statSync(path).isDirectory();
   } catch {
-    if (!create) throw logError("missing-file", path, `${path}: no such log file`);
+    if (!create) throw logError("missing-file", redactUrl(path), `${redactUrl(path)}: no such log file`);
     return;
   }
-  if (isDirectory) throw logError("is-directory", path, `${path}: is a directory, not a log file`);
+  if (isDirectory) throw logError("is-directory", redactUrl(path), `${redactUrl(path)}: is a directory, not a log file`);
 }
 
 /**
@@ -144,8 +145,8 @@ async function configure(database: Database.Database, path: string, synchronous:
         await new Promise((resolve) => setTimeout(resolve, wait));
         continue;
       }
-      if (code === "SQLITE_NOTADB") throw logError("not-a-database", path, `${path}: not a SQLite database`, error);
-      throw logError("busy", path, `${path}: cannot open the log (${(error as Error).message})`, error);
+      if (code === "SQLITE_NOTADB") throw logError("not-a-database", redactUrl(path), `${redactUrl(path)}: not a SQLite database`, error);
+      throw logError("busy", redactUrl(path), `${redactUrl(path)}: cannot open the log (${(error as Error).message})`, error);
     }
   }
   database.pragma(`synchronous = ${synchronous}`);
@@ -154,7 +155,7 @@ async function configure(database: Database.Database, path: string, synchronous:
 function storedVersion(database: Database.Database, path: string): number {
   const tables = database.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
   if (tables.length === 0) return 0;
-  const foreign = () => logError("not-a-turnfold-log", path, `${path}: a SQLite database, but not a turnfold log`);
+  const foreign = () => logError("not-a-turnfold-log", redactUrl(path), `${redactUrl(path)}: a SQLite database, but not a turnfold log`);
   if (!tables.includes("meta") || !tables.includes("events")) throw foreign();
   const rows = database.prepare("SELECT key, value FROM meta").all() as { key: string; value: string }[];
   const meta = new Map(rows.map((r) => [r.key, r.value]));

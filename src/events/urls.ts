@@ -7,6 +7,19 @@ export function isPostgresUrl(target: string): boolean {
 }
 
 /**
+ * A URL of a scheme turnfold has no adapter for (`mysql://…`, `sqlite://…`, `file://…`):
+ * not a log, and not a file path either, though SQLite would take it for one.
+ */
+export function isForeignUrl(target: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(target) && !isPostgresUrl(target);
+}
+
+/** Why a foreign URL (see `isForeignUrl`) names no log, with its password hidden. */
+export function foreignUrlMessage(target: string): string {
+  return `${redactUrl(target)}: turnfold opens no log at a URL of this kind: give a SQLite file path, a postgres:// URL or "memory:"`;
+}
+
+/**
  * The URL with any password replaced, for messages and logs: the one after the user, and
  * what the redaction rules hide in the rest (`?password=…`, which libpq takes as well). A
  * file path is shown as it is.
