@@ -5,6 +5,7 @@
  * registers the same ones, and the ledger policy is given once, to the projection that
  * both applies and decides with it.
  */
+import { z } from "zod";
 import { logError } from "./events/errors.js";
 import { MemoryLog } from "./events/memory-log.js";
 import { foreignUrlMessage, isForeignUrl, isPostgresUrl, redactUrl } from "./events/urls.js";
@@ -15,6 +16,7 @@ import { batchesProjection } from "./ledger/batches.js";
 import { handoverProjection } from "./ledger/handover.js";
 import { addressedProcessesProjection } from "./events/addressed.js";
 import { defaultLedgerPolicy, type LedgerPolicy } from "./ledger/decider.js";
+import { valueAt } from "./events/validate.js";
 
 /** How `openLog` opens a log. */
 export interface OpenLogOptions {
@@ -65,6 +67,7 @@ export async function openLog(target: string, options: OpenLogOptions = {}): Pro
   if (typeof target !== "string" || target.trim() === "") {
     throw logError("no-target", String(target ?? ""), `no log named (${JSON.stringify(target ?? null)}): give a SQLite file path, a postgres:// URL or "${memoryTarget}"`);
   }
+  checkOptions(options, target);
   // SQLite would take `mysql://user:pw@host/db` for a path, and name it, password and all, in its error.
   if (isForeignUrl(target)) throw logError("bad-url", redactUrl(target), foreignUrlMessage(target));
   const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy), batchesProjection, handoverProjection, addressedProcessesProjection];
@@ -86,6 +89,40 @@ export async function openLog(target: string, options: OpenLogOptions = {}): Pro
   // Loaded on first use too: a command that reads a JSONL file never pays for SQLite.
   const { openSqliteLog } = await import("./events/sqlite-log.js");
   return openSqliteLog(target, { ...sqlite, projections, redact, refuseUnaddressed });
+}
+
+const milliseconds = z.number().finite().nonnegative();
+
+/** What `openLog` takes: a misspelt option or a value out of range is refused by name, not ignored (a poll of -1 ms would spin). */
+const OpenLogOptionsShape = z.strictObject({
+  create: z.boolean().optional(),
+  ledgerPolicy: z
+    .strictObject({ leaseMs: milliseconds, maxAttempts: z.number().int().positive(), maxAgeMs: milliseconds, idleMs: milliseconds, sweepEveryMs: milliseconds })
+    .optional(),
+  pollMs: z.number().finite().positive().optional(),
+  busyTimeoutMs: milliseconds.optional(),
+  synchronous: z.enum(["NORMAL", "FULL"]).optional(),
+  // Checked by `redactorOf`, which says what it may be.
+  redaction: z.unknown().optional(),
+  allowUnaddressed: z.boolean().optional(),
+});
+
+/** Refuses options `openLog` does not know or cannot use, naming the first one and what it got. */
+function checkOptions(options: unknown, target: string): void {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw logError("bad-option", redactUrl(target), `openLog: the options must be an object, got ${options === null ? "null" : Array.isArray(options) ? "an array" : typeof options}`);
+  }
+  const checked = OpenLogOptionsShape.safeParse(options);
+  if (checked.success) return;
+  const issue = checked.error.issues[0]!;
+  if (issue.code === "unrecognized_keys") {
+    const where = issue.path.length > 0 ? `${issue.path.join(".")}.` : "";
+    const known = Object.keys(issue.path.length > 0 ? defaultLedgerPolicy : OpenLogOptionsShape.shape).join(", ");
+    throw logError("bad-option", redactUrl(target), `openLog: unknown option ${issue.keys.map((key) => JSON.stringify(where + key)).join(", ")} (the options are ${known})`);
+  }
+  const value = valueAt(options, issue.path);
+  const given = value === undefined ? "missing" : `got ${typeof value === "number" || typeof value === "boolean" ? String(value) : typeof value === "string" ? JSON.stringify(value.slice(0, 40)) : typeof value}`;
+  throw logError("bad-option", redactUrl(target), `openLog: ${issue.path.join(".")}: ${issue.message} (${given})`);
 }
 
 /** The redactor of `openLog`'s options; turning it off needs a reason, so nobody does it by accident. */

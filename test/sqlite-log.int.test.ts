@@ -326,6 +326,27 @@ describe("sqlite log file", () => {
     }
   });
 
+  it("refuses an option it does not know or cannot use, by name, before it opens anything", async () => {
+    const target = join(dir, "options.sqlite");
+    const cases: [unknown, string][] = [
+      [{ redact: false }, 'openLog: unknown option "redact" (the options are create, ledgerPolicy, pollMs, busyTimeoutMs, synchronous, redaction, allowUnaddressed)'],
+      [{ pollMs: -1 }, "openLog: pollMs: Too small: expected number to be >0 (got -1)"],
+      [{ synchronous: "OFF" }, 'openLog: synchronous: Invalid option: expected one of "NORMAL"|"FULL" (got "OFF")'],
+      [{ create: "yes" }, 'openLog: create: Invalid input: expected boolean, received string (got "yes")'],
+      [{ ledgerPolicy: { leaseMs: 5 } }, "openLog: ledgerPolicy.maxAttempts: Invalid input: expected number, received undefined (missing)"],
+      [null, "openLog: the options must be an object, got null"],
+    ];
+    for (const [options, message] of cases) {
+      const error = await openAny(target, options as OpenLogOptions).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isLogError(error) && error.code, JSON.stringify(options)).toBe("bad-option");
+      expect((error as Error).message).toBe(message);
+    }
+    expect(existsSync(target)).toBe(false);
+  });
+
   it("names each kind of file it cannot open", async () => {
     const missing = await openError(join(dir, "nope.sqlite"));
     expect(isLogError(missing) && missing.code).toBe("missing-file");
