@@ -16,7 +16,7 @@ import { batchesProjection } from "./ledger/batches.js";
 import { handoverProjection } from "./ledger/handover.js";
 import { addressedProcessesProjection } from "./events/addressed.js";
 import { defaultLedgerPolicy, type LedgerPolicy } from "./ledger/decider.js";
-import { valueAt } from "./events/validate.js";
+import { optionsProblem } from "./events/options.js";
 
 /** How `openLog` opens a log. */
 export interface OpenLogOptions {
@@ -109,20 +109,8 @@ const OpenLogOptionsShape = z.strictObject({
 
 /** Refuses options `openLog` does not know or cannot use, naming the first one and what it got. */
 function checkOptions(options: unknown, target: string): void {
-  if (typeof options !== "object" || options === null || Array.isArray(options)) {
-    throw logError("bad-option", redactUrl(target), `openLog: the options must be an object, got ${options === null ? "null" : Array.isArray(options) ? "an array" : typeof options}`);
-  }
-  const checked = OpenLogOptionsShape.safeParse(options);
-  if (checked.success) return;
-  const issue = checked.error.issues[0]!;
-  if (issue.code === "unrecognized_keys") {
-    const where = issue.path.length > 0 ? `${issue.path.join(".")}.` : "";
-    const known = Object.keys(issue.path.length > 0 ? defaultLedgerPolicy : OpenLogOptionsShape.shape).join(", ");
-    throw logError("bad-option", redactUrl(target), `openLog: unknown option ${issue.keys.map((key) => JSON.stringify(where + key)).join(", ")} (the options are ${known})`);
-  }
-  const value = valueAt(options, issue.path);
-  const given = value === undefined ? "missing" : `got ${typeof value === "number" || typeof value === "boolean" ? String(value) : typeof value === "string" ? JSON.stringify(value.slice(0, 40)) : typeof value}`;
-  throw logError("bad-option", redactUrl(target), `openLog: ${issue.path.join(".")}: ${issue.message} (${given})`);
+  const problem = optionsProblem("openLog", OpenLogOptionsShape, options);
+  if (problem !== undefined) throw logError("bad-option", redactUrl(target), problem);
 }
 
 /** The redactor of `openLog`'s options; turning it off needs a reason, so nobody does it by accident. */

@@ -549,6 +549,47 @@ describe("addresses the service commands are given", () => {
     }
   });
 
+  it("refuses a producer token no Authorization header can carry, without repeating it, before it listens", () => {
+    const spaced = join(dir, "spaced-token");
+    writeFileSync(spaced, "correct horse battery staple, said the admin\n");
+    const cases: [Record<string, string>, string[], string][] = [
+      [{}, ["--producer-token-file", spaced], "the producer token cannot be sent in an Authorization header: use 16 to 512 characters of letters, digits and - . _ ~ + / (and = at the end)"],
+      [{ TURNFOLD_PRODUCER_TOKEN: "hunter2" }, [], "the producer token is too short (7 characters)"],
+    ];
+    for (const [env, args, message] of cases) {
+      const db = freshDb();
+      const result = cli(["serve", "--db", db, "--port", "0", ...args], { env, timeoutMs: 15_000 });
+      expect(result.code, message).toBe(1);
+      expect(result.stderr).toContain(message);
+      expect(result.stderr).not.toMatch(/horse|hunter2/);
+      expect(existsSync(db)).toBe(false);
+    }
+  });
+
+  it("createService refuses a missing or unusable producer token and a misspelt option, by name", async () => {
+    const log = await openLog("memory:");
+    try {
+      const cases: [Record<string, unknown>, string][] = [
+        [{ log }, "createService: no producer token was given"],
+        [{ log, producerToken: "a token with spaces in it" }, "createService: the producer token cannot be sent in an Authorization header"],
+        [{ log, producerToken, bodylimit: 1024 }, 'createService: unknown option "bodylimit" (the options are log, producerToken, bodyLimit,'],
+        [{ log, producerToken, maxStreams: 0 }, "createService: maxStreams: Too small: expected number to be >0 (got 0)"],
+        [{ log: "agent.sqlite", producerToken }, "createService: log: expected a log (see openLog) (got a string of 12 characters)"],
+      ];
+      for (const [options, message] of cases) {
+        const { createService } = await import("../src/service/server.js");
+        const error = await createService(options as unknown as Parameters<typeof createService>[0]).then(
+          () => undefined,
+          (e: unknown) => e as Error,
+        );
+        expect(error?.message, message).toContain(message);
+        expect(error?.message).not.toContain("spaces in it");
+      }
+    } finally {
+      await log.close();
+    }
+  });
+
   it("run delivers to a sink URL with a user and password (as Basic authentication) and never prints the password", async () => {
     const db = freshDb();
     const sink = await headerRecorder(200);

@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { firstValueFrom, take, toArray } from "rxjs";
 import { isLogError, openSqliteLog, type SqliteLog, type Stored } from "../src/events/index.js";
 import { ledgerOf } from "../src/ledger/projection.js";
+import { defaultLedgerPolicy } from "../src/ledger/decider.js";
 import { assertWritable, joinWritable } from "../src/events/validate.js";
 import { openLog as openAny, type OpenLogOptions } from "../src/open.js";
 
@@ -331,8 +332,9 @@ describe("sqlite log file", () => {
     const cases: [unknown, string][] = [
       [{ redact: false }, 'openLog: unknown option "redact" (the options are create, ledgerPolicy, pollMs, busyTimeoutMs, synchronous, redaction, allowUnaddressed)'],
       [{ pollMs: -1 }, "openLog: pollMs: Too small: expected number to be >0 (got -1)"],
-      [{ synchronous: "OFF" }, 'openLog: synchronous: Invalid option: expected one of "NORMAL"|"FULL" (got "OFF")'],
-      [{ create: "yes" }, 'openLog: create: Invalid input: expected boolean, received string (got "yes")'],
+      [{ synchronous: "OFF" }, 'openLog: synchronous: Invalid option: expected one of "NORMAL"|"FULL" (got a string of 3 characters)'],
+      [{ create: "yes" }, "openLog: create: Invalid input: expected boolean, received string (got a string of 3 characters)"],
+      [{ ledgerPolicy: { ...defaultLedgerPolicy, leaseMS: 5 } }, 'openLog: unknown option "ledgerPolicy.leaseMS" (the options are leaseMs, maxAttempts, maxAgeMs, idleMs, sweepEveryMs)'],
       [{ ledgerPolicy: { leaseMs: 5 } }, "openLog: ledgerPolicy.maxAttempts: Invalid input: expected number, received undefined (missing)"],
       [null, "openLog: the options must be an object, got null"],
     ];

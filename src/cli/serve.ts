@@ -5,6 +5,7 @@ import { memoryTarget, openLog } from "../open.js";
 import type { Pipeline, PipelineEvent } from "../service/pipeline.js";
 import type { TurnfoldLog } from "../open.js";
 import { shownSinkUrl } from "../sinks/http.js";
+import { producerTokenProblem } from "../service/auth.js";
 import { InputError, listenError, reporter, runCommand, stopSignal, stopped } from "./io.js";
 import { checkSinkUrl, dbOption, foldOptions, idleClose, idleCloseOption, outputTailOption, parseDuration, staleAfterOption, portNumber, positiveInt } from "./options.js";
 
@@ -131,7 +132,8 @@ function producerTokenOf(file: string | undefined): string {
     token = process.env["TURNFOLD_PRODUCER_TOKEN"]?.trim();
   }
   if (!token) throw new InputError("no producer token: set TURNFOLD_PRODUCER_TOKEN or pass --producer-token-file FILE");
-  if (token.length < 16) throw new InputError("the producer token is too short: use at least 16 characters (say, 32 random bytes in base64)");
+  const problem = producerTokenProblem(token);
+  if (problem !== undefined) throw new InputError(problem);
   return token;
 }
 

@@ -35,6 +35,22 @@ export function bearer(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
+/** The shape of a token an `Authorization: Bearer` header can carry (RFC 6750's token68), as `bearer` reads it. */
+const tokenShape = /^[A-Za-z0-9_\-.~+/]{16,512}=*$/;
+
+/**
+ * Why a producer token could never be presented, in words that do not repeat it; undefined
+ * for one that can. A server given such a token would look healthy and answer every
+ * producer 401.
+ */
+export function producerTokenProblem(token: unknown): string | undefined {
+  if (typeof token !== "string" || token === "") return "no producer token was given";
+  if (tokenShape.test(token)) return undefined;
+  const allowed = "16 to 512 characters of letters, digits and - . _ ~ + / (and = at the end), as an Authorization: Bearer header carries them";
+  if (token.length < 16) return `the producer token is too short (${token.length} characters): use ${allowed}, say 32 random bytes in base64url`;
+  return `the producer token cannot be sent in an Authorization header: use ${allowed}`;
+}
+
 /**
  * A session token as the server holds it while a request or a stream lasts: only its hash,
  * which is what grants are kept under, so no copy of the secret outlives the request.

@@ -11,10 +11,12 @@
  * turn streams), `metrics.ts`, and the routes per resource in `routes/`.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { z } from "zod";
+import { optionsProblem } from "../events/options.js";
 import type { TurnfoldEvent } from "../events/schema.js";
 import { joinWritable } from "../events/validate.js";
 import type { FoldQuery } from "../reducers/query.js";
-import { bearer, sameSecret, SessionDirectory, sessionToken } from "./auth.js";
+import { bearer, producerTokenProblem, sameSecret, SessionDirectory, sessionToken } from "./auth.js";
 import { Authority } from "./authority.js";
 import { requireProducer, requireSession, type RouteAccess, type ServiceContext, type ServiceOptions, type SessionRequest } from "./context.js";
 import { createApp, HttpError } from "./http.js";
@@ -171,8 +173,30 @@ async function appendGathered(append: Append, gathered: readonly Gathered[]): Pr
   }
 }
 
+const wholeMs = z.number().int().positive();
+const aFunction = z.custom<(...args: never[]) => unknown>((value) => typeof value === "function", "expected a function");
+
+/** What `createService` takes (the pipeline's own settings are checked where the pipeline starts). */
+const ServiceOptionsShape = z.strictObject({
+  log: z.custom((value) => typeof (value as { append?: unknown } | null)?.append === "function", "expected a log (see openLog)"),
+  producerToken: z.unknown().optional(),
+  bodyLimit: z.number().int().positive().optional(),
+  requestTimeoutMs: wholeMs.optional(),
+  checkpointEvery: z.number().int().nonnegative().optional(),
+  pipeline: z.looseObject({}).optional(),
+  headersTimeoutMs: wholeMs.optional(),
+  maxStreams: z.number().int().positive().optional(),
+  keepAliveMs: wholeMs.optional(),
+  allowUnaddressed: z.boolean().optional(),
+  logLine: aFunction.optional(),
+});
+
 /** Builds the service: starts its live runner on the log and resolves once the runner has folded what the log held. */
 export async function createService(options: ServiceOptions): Promise<Service> {
+  // Before anything starts: a misspelt option would be ignored, and a producer token no
+  // header can carry would leave a server that looks healthy and answers every producer 401.
+  const problem = optionsProblem("createService", ServiceOptionsShape, options) ?? producerTokenProblem(options.producerToken);
+  if (problem !== undefined) throw new TypeError(problem.startsWith("createService") ? problem : `createService: ${problem}`);
   const { log } = options;
   const metrics = new ServiceMetrics();
   const streams = new StreamRegistry((open) => metrics.openStreams.set(open));

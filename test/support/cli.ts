@@ -11,9 +11,11 @@ export interface CliResult {
 }
 
 /** Runs the real `turnfold` command (from source) in a child process. */
-export function cli(args: readonly string[], options: { cwd?: string; input?: string; env?: NodeJS.ProcessEnv } = {}): CliResult {
+export function cli(args: readonly string[], options: { cwd?: string; input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): CliResult {
   const result = spawnSync(process.execPath, [cliEntry, ...args], {
     cwd: options.cwd,
+    // A command that should stop at once but runs on (a server that started) is killed, and its code is null.
+    ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
     input: options.input,
     encoding: "utf8",
     maxBuffer: 1 << 30,

@@ -1,0 +1,38 @@
+/**
+ * Options given to a library entry point, checked before it does anything: a key it does
+ * not know is named with the list of those it takes (a misspelt option would otherwise
+ * be ignored without a word), and a value of the wrong type or out of range is named with
+ * what was given. Strings given are shown cut short: an option may hold a secret.
+ */
+import type { z } from "zod";
+import { valueAt } from "./validate.js";
+
+/** What was given at a path, as a message shows it. */
+function shown(value: unknown): string {
+  if (value === undefined) return "missing";
+  if (typeof value === "number" || typeof value === "boolean") return `got ${String(value)}`;
+  if (typeof value === "string") return `got a string of ${value.length} characters`;
+  return `got ${value === null ? "null" : Array.isArray(value) ? "an array" : typeof value}`;
+}
+
+/**
+ * The first problem of `options` against `shape`, in words that start with `where` (the
+ * entry point's name), or undefined when there is none.
+ */
+export function optionsProblem(where: string, shape: z.ZodObject, options: unknown): string | undefined {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    return `${where}: the options must be an object, ${shown(options)}`;
+  }
+  const checked = shape.safeParse(options);
+  if (checked.success) return undefined;
+  const issue = checked.error.issues[0]!;
+  if (issue.code === "unrecognized_keys") {
+    const prefix = issue.path.length > 0 ? `${issue.path.join(".")}.` : "";
+    // The object the keys were found in: the shape at the issue's path, unwrapped from `.optional()`.
+    const unwrap = (schema: unknown) => ((schema as { unwrap?: () => unknown }).unwrap?.() ?? schema) as z.ZodObject;
+    let known = shape;
+    for (const key of issue.path) known = unwrap(known.shape[String(key)]);
+    return `${where}: unknown option ${issue.keys.map((key) => JSON.stringify(prefix + key)).join(", ")} (the options are ${Object.keys(known.shape).join(", ")})`;
+  }
+  return `${where}: ${issue.path.join(".")}: ${issue.message} (${shown(valueAt(options, issue.path))})`;
+}
