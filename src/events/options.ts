@@ -11,7 +11,7 @@ import { valueAt } from "./validate.js";
 function shown(value: unknown): string {
   if (value === undefined) return "missing";
   if (typeof value === "number" || typeof value === "boolean") return `got ${String(value)}`;
-  if (typeof value === "string") return `got a string of ${value.length} characters`;
+  if (typeof value === "string") return `got a string of ${value.length} character${value.length === 1 ? "" : "s"}`;
   return `got ${value === null ? "null" : Array.isArray(value) ? "an array" : typeof value}`;
 }
 

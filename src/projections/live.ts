@@ -6,6 +6,8 @@
  * on the same log, or a restart, folds those records and never decides a turn twice.
  */
 import { Observable } from "rxjs";
+import { z } from "zod";
+import { optionsProblem } from "../events/options.js";
 import type { EventLog } from "../events/log.js";
 import { newestUsable, type EventStore } from "../events/store.js";
 import type { EventOf, Stored, TurnfoldEvent } from "../events/schema.js";
@@ -236,6 +238,20 @@ export interface LiveView {
 }
 
 /**
+ * The live runner's counts and times, checked when it starts (the fold's own limits are
+ * checked by `Projection`): a poll of 0 or less ms would spin. Other keys pass: the runner's
+ * callers hand on options of their own.
+ */
+const LiveTimings = z.looseObject({
+  pollMs: z.number().finite().positive().optional(),
+  pageSize: z.number().int().positive().optional(),
+  catchUpFlushAt: z.number().int().positive().optional(),
+  giveUpAfterMs: z.number().nonnegative().optional(),
+  checkpointEvery: z.number().int().nonnegative().optional(),
+  idleCloseMs: z.number().finite().positive().optional(),
+});
+
+/**
  * Emits each turn once it is recorded in the log (by this runner or another), and each
  * status line as its turn is decided. Unsubscribe to stop.
  *
@@ -244,6 +260,8 @@ export interface LiveView {
  * liveTurns(log).subscribe((out) => out.type === "turn" && console.log(out.text));
  */
 export function liveTurns(log: EventLog, options: LiveOptions = {}): Observable<Output> {
+  const problem = optionsProblem("liveTurns", LiveTimings, options);
+  if (problem !== undefined) throw new TypeError(problem);
   return new Observable<Output>((subscriber) => {
     const controller = new AbortController();
     runLive(log, (output) => subscriber.next(output), controller.signal, options).then(

@@ -5,7 +5,9 @@
  * command that cannot start is a `failedStart` exit, not an exception.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { z } from "zod";
 import type { EventLog } from "../events/log.js";
+import { optionsProblem } from "../events/options.js";
 import type { TurnfoldEvent } from "../events/schema.js";
 import { LineSplitter, OutputBuffer, stripAnsi } from "./output.js";
 import { createRedactor, cutContext, redactCut, type Redactor } from "../events/redact.js";
@@ -70,6 +72,25 @@ export interface SupervisorOptions {
   /** Told each time an append found the log unreachable for now; the supervisor waits and tries again. */
   readonly onUnavailable?: (error: unknown) => void;
 }
+
+const callback = z.custom<(...args: never[]) => unknown>((value) => typeof value === "function", "expected a function");
+const wholeNumber = z.number().int().nonnegative();
+
+/** What `new Supervisor` takes: a misspelt option is refused by name, not ignored. */
+const SupervisorOptionsShape = z.strictObject({
+  log: z.unknown(),
+  clock: callback.optional(),
+  redact: callback.optional(),
+  bufferChars: z.number().int().positive().optional(),
+  killGraceMs: wholeNumber.optional(),
+  watchPolicy: z
+    .strictObject({ cooldownMs: wholeNumber, maxStrikes: wholeNumber, maxDelivered: wholeNumber, globalMax: wholeNumber, globalWindowMs: wholeNumber, breakerMs: wholeNumber })
+    .optional(),
+  timers: z.boolean().optional(),
+  identify: z.boolean().optional(),
+  onOutput: callback.optional(),
+  onUnavailable: callback.optional(),
+});
 
 /** A supervised process as `list()` shows it. */
 export interface SupervisedProcess {
@@ -151,6 +172,8 @@ export class Supervisor {
   constructor(options: SupervisorOptions) {
     // Without a log every event would be lost, in a rejected promise nobody awaits.
     if (typeof options?.log?.append !== "function") throw new TypeError("Supervisor: options.log is required: the log its processes' events go to (see openLog)");
+    const problem = optionsProblem("Supervisor", SupervisorOptionsShape, options);
+    if (problem !== undefined) throw new TypeError(problem);
     this.#log = options.log;
     this.#clock = options.clock ?? Date.now;
     this.#redact = options.redact ?? createRedactor();
