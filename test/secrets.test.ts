@@ -58,6 +58,26 @@ describe("the default rules against the corpora", () => {
   });
 });
 
+describe("an embedder's own rules", () => {
+  it("hide every match, whatever flags the pattern was written with", () => {
+    for (const pattern of [/TKT-[0-9]{6}/, /TKT-[0-9]{6}/y, /tkt-[0-9]{6}/i, /TKT-[0-9]{6}/g]) {
+      const own = createRedactor([{ name: "ticket", pattern }]);
+      expect(own("first TKT-123456, then TKT-654321 and TKT-111111"), String(pattern)).toBe("first [redacted], then [redacted] and [redacted]");
+    }
+  });
+
+  it("are refused, by their place and name, when they could not work", () => {
+    const cases: [unknown, string][] = [
+      ["TKT", "createRedactor: the rules must be an array of { name, pattern }"],
+      [[{ pattern: /a/g }], "createRedactor: rule 0: name must be a string that is not empty"],
+      [[{ name: "ok", pattern: /a/g }, { name: "ticket", pattern: "TKT-" }], "createRedactor: rule 1 (ticket): pattern must be a RegExp"],
+      [[{ name: "ticket", pattern: /a/g, replace: 5 }], "createRedactor: rule 0 (ticket): replace must be a string or a function"],
+      [[null], "createRedactor: rule 0: must be an object { name, pattern }"],
+    ];
+    for (const [rules, message] of cases) expect(() => createRedactor(rules as never), message).toThrow(message);
+  });
+});
+
 /** A memory log's stored text for chunks of one process appended one append each (as a producer streams them). */
 async function storedChunks(chunks: readonly string[], exit?: string): Promise<{ chunks: string; exit: string | undefined }> {
   const log = await openLog("memory:", { allowUnaddressed: true });

@@ -85,7 +85,9 @@ export function applyRule(text: string, rule: RedactionRule): string {
  * that no rule changed.
  */
 export function createRedactor(extra: readonly RedactionRule[] = [], base: readonly RedactionRule[] = defaultRules): Redactor {
-  const rules = [...base, ...extra];
+  if (!Array.isArray(extra) || !Array.isArray(base)) throw new TypeError("createRedactor: the rules must be an array of { name, pattern } (and may give replace, trigger, gate)");
+  // Each named by its place in the array the caller gave.
+  const rules = [...base.map((rule, i) => checkedRule(rule, base === defaultRules ? `default rule ${i}` : `base rule ${i}`)), ...extra.map((rule, i) => checkedRule(rule, `rule ${i}`))];
   // One scan (or a few) for what any triggered rule needs: most text (compiler and test
   // output) holds none of it and is returned as it is, instead of being scanned once per
   // rule. A rule without a trigger could match anything, so then every text is looked at.
@@ -130,6 +132,26 @@ export function createRedactor(extra: readonly RedactionRule[] = [], base: reado
     }
     return out;
   };
+}
+
+/**
+ * A rule as the redactor runs it, or a `TypeError` naming what is wrong with it. Its
+ * pattern is made global: one without the `g` flag would hide only the first of its
+ * matches in a text, and leave the next secret as it was printed.
+ */
+function checkedRule(rule: RedactionRule, place: string): RedactionRule {
+  const given = rule as unknown as Record<string, unknown> | null;
+  const where = `createRedactor: ${place}`;
+  if (typeof given !== "object" || given === null) throw new TypeError(`${where}: must be an object { name, pattern }`);
+  const { name, pattern, replace, trigger, gate } = given;
+  if (typeof name !== "string" || name.trim() === "") throw new TypeError(`${where}: name must be a string that is not empty (turnfold scan counts hits under it)`);
+  const named = `${where} (${name})`;
+  if (!(pattern instanceof RegExp)) throw new TypeError(`${named}: pattern must be a RegExp`);
+  if (replace !== undefined && typeof replace !== "string" && typeof replace !== "function") throw new TypeError(`${named}: replace must be a string or a function`);
+  if (trigger !== undefined && !(trigger instanceof RegExp)) throw new TypeError(`${named}: trigger must be a RegExp`);
+  if (gate !== undefined && typeof gate !== "function") throw new TypeError(`${named}: gate must be a function`);
+  if (pattern.global && !pattern.sticky) return rule;
+  return { ...rule, pattern: new RegExp(pattern.source, `${pattern.flags.replace(/[gy]/g, "")}g`) };
 }
 
 /** Texts up to this long that a redactor left unchanged are remembered (see `createRedactor`). */
