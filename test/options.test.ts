@@ -10,6 +10,10 @@ import { Ledger } from "../src/ledger/ledger.js";
 import { liveTurns } from "../src/projections/live.js";
 import { startPipeline } from "../src/service/pipeline.js";
 import { Supervisor } from "../src/supervisor/supervisor.js";
+import { decodeJsonl } from "../src/events/jsonl.js";
+import { scanText } from "../src/events/scan.js";
+import { replay } from "../src/projections/replay.js";
+import { relay } from "../src/sinks/relay.js";
 
 const log = await openLog("memory:");
 const report = () => undefined;
@@ -31,6 +35,13 @@ describe("options given to the library's entry points", () => {
       expect(make).toThrow(message);
     });
   }
+
+  it("the functions that take events, a text or a sink say what they take instead of failing inside", async () => {
+    expect(() => replay(null as never)).toThrow("replay: events must be an iterable of stored events (an array, or what readAll(log) gives), got null");
+    expect(() => decodeJsonl(5 as never)).toThrow("decodeJsonl: the text must be a string (a file's contents), got number");
+    expect(() => scanText(undefined as never)).toThrow("scanText: the text must be a string, got undefined");
+    await expect(relay(log, { deliver: async () => undefined } as never)).rejects.toThrow("relay: the sink must be { name, deliver } with a name that is not empty");
+  });
 
   it("pass when they are right, and a string given is never repeated", () => {
     const supervisor = new Supervisor({ log, bufferChars: 1000, killGraceMs: 0, timers: false });

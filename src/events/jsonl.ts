@@ -33,6 +33,7 @@ function decodeLine(raw: string, lineNumber: number): { readonly value: unknown;
 
 /** Decodes JSONL text. Blank lines are skipped; line numbers count from 1. */
 export function decodeJsonl(text: string): Decoded {
+  if (typeof text !== "string") throw new TypeError(`decodeJsonl: the text must be a string (a file's contents), got ${text === null ? "null" : typeof text}`);
   const events: TurnfoldEvent[] = [];
   const problems: Problem[] = [];
   text

@@ -35,6 +35,7 @@ const newlines = (text: string) => {
  * names the line it is on.
  */
 export function scanText(text: string, rules: readonly RedactionRule[] = defaultRules): ScanHit[] {
+  if (typeof text !== "string") throw new TypeError(`scanText: the text must be a string, got ${text === null ? "null" : typeof text}`);
   const hits: ScanHit[] = [];
   let current = text;
   for (const rule of rules) {

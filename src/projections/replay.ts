@@ -18,6 +18,7 @@ export interface Replayed {
  * for (const turn of turns) console.log(turn.session, turn.kind, turn.text);
  */
 export function replay(events: Iterable<Stored>, options: ProjectionOptions = {}): Replayed {
+  if (typeof (events as Partial<Iterable<Stored>> | null)?.[Symbol.iterator] !== "function") throw new TypeError(`replay: events must be an iterable of stored events (an array, or what readAll(log) gives), got ${events === null ? "null" : typeof events}`);
   const projection = new Projection(options);
   const outputs: Output[] = [];
   for (const event of events) {
@@ -44,6 +45,8 @@ export function replay(events: Iterable<Stored>, options: ProjectionOptions = {}
  * }
  */
 export async function* replayStream(events: AsyncIterable<Stored> | Iterable<Stored>, options: ProjectionOptions = {}): AsyncGenerator<Output> {
+  const given = events as Partial<AsyncIterable<Stored> & Iterable<Stored>> | null;
+  if (typeof given?.[Symbol.asyncIterator] !== "function" && typeof given?.[Symbol.iterator] !== "function") throw new TypeError(`replayStream: events must be an iterable or async iterable of stored events (log.read(), say), got ${events === null ? "null" : typeof events}`);
   const projection = new Projection(options);
   for await (const event of events) yield* projection.push(event);
   yield* projection.finish();

@@ -57,6 +57,9 @@ export interface RelayResult {
  * each one delivered once the sink took it. Works on any store adapter.
  */
 export async function relay(log: EventStore, sink: TurnSink, options: RelayOptions = {}): Promise<RelayResult> {
+  // The sink's name keys its delivery marks: without one, every record would go again.
+  const given = sink as Partial<TurnSink> | null;
+  if (typeof given?.name !== "string" || given.name === "" || typeof given.deliver !== "function") throw new TypeError("relay: the sink must be { name, deliver } with a name that is not empty (httpSink, jsonlSink, callbackSink make one)");
   const clock = options.clock ?? Date.now;
   const delivered = await log.deliveredTo(sink.name);
   const lanes = new Map<string, Lane>();
