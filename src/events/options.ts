@@ -4,8 +4,14 @@
  * be ignored without a word), and a value of the wrong type or out of range is named with
  * what was given. Strings given are shown cut short: an option may hold a secret.
  */
-import type { z } from "zod";
+import { z } from "zod";
 import { valueAt } from "./validate.js";
+
+/** An option that must be a function (a callback, a clock). */
+export const aFunction = z.custom<(...args: never[]) => unknown>((value) => typeof value === "function", "expected a function");
+
+/** An option that must be a log: anything with an `append` (see `openLog`). */
+export const aLog = z.custom((value) => typeof (value as { append?: unknown } | null)?.append === "function", "expected a log (see openLog)");
 
 /** What was given at a path, as a message shows it. */
 function shown(value: unknown): string {
@@ -35,4 +41,10 @@ export function optionsProblem(where: string, shape: z.ZodObject, options: unkno
     return `${where}: unknown option ${issue.keys.map((key) => JSON.stringify(prefix + key)).join(", ")} (the options are ${Object.keys(known.shape).join(", ")})`;
   }
   return `${where}: ${issue.path.join(".")}: ${issue.message} (${shown(valueAt(options, issue.path))})`;
+}
+
+/** `optionsProblem`, thrown as a `TypeError` when there is one. */
+export function assertOptions(where: string, shape: z.ZodObject, options: unknown): void {
+  const problem = optionsProblem(where, shape, options);
+  if (problem !== undefined) throw new TypeError(problem);
 }

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { optionsProblem } from "../events/options.js";
+import { aFunction, assertOptions } from "../events/options.js";
 import type { TurnfoldEvent } from "../events/schema.js";
 import type { EventStore, StoreTransaction } from "../events/store.js";
 import { decideClaim, decideWithClaim, releaseDrops, type LedgerPolicy, type LedgerRow, type Refusal } from "./decider.js";
@@ -42,8 +42,6 @@ export interface Recovery {
 
 type Kind = "delegation.delivered" | "delegation.released" | "delegation.deferred" | "delegation.dropped";
 
-const aFunction = z.custom<(...args: never[]) => unknown>((value) => typeof value === "function", "expected a function");
-
 /** What `new Ledger` takes (its policy is the log's: `openLog(path, { ledgerPolicy })`): a misspelt option is refused by name. */
 const LedgerOptionsShape = z.strictObject({ consumer: z.string().optional(), clock: aFunction.optional(), newClaim: aFunction.optional(), isAlive: aFunction.optional() });
 
@@ -66,8 +64,7 @@ export class Ledger {
 
   /** The policy is the one the store was opened with (`openLog({ ledgerPolicy })`). */
   constructor(log: EventStore, options: LedgerOptions = {}) {
-    const problem = optionsProblem("Ledger", LedgerOptionsShape, options);
-    if (problem !== undefined) throw new TypeError(problem);
+    assertOptions("Ledger", LedgerOptionsShape, options);
     this.#log = log;
     this.#table = ledgerOf(log);
     this.#policy = this.#table.policy;

@@ -7,7 +7,7 @@
  */
 import { Observable } from "rxjs";
 import { z } from "zod";
-import { optionsProblem } from "../events/options.js";
+import { assertOptions } from "../events/options.js";
 import type { EventLog } from "../events/log.js";
 import { newestUsable, type EventStore } from "../events/store.js";
 import type { EventOf, Stored, TurnfoldEvent } from "../events/schema.js";
@@ -260,8 +260,7 @@ const LiveTimings = z.looseObject({
  * liveTurns(log).subscribe((out) => out.type === "turn" && console.log(out.text));
  */
 export function liveTurns(log: EventLog, options: LiveOptions = {}): Observable<Output> {
-  const problem = optionsProblem("liveTurns", LiveTimings, options);
-  if (problem !== undefined) throw new TypeError(problem);
+  assertOptions("liveTurns", LiveTimings, options);
   return new Observable<Output>((subscriber) => {
     const controller = new AbortController();
     runLive(log, (output) => subscriber.next(output), controller.signal, options).then(

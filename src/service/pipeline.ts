@@ -5,7 +5,7 @@
  * and a sink receives each record with its idempotency key.
  */
 import { z } from "zod";
-import { optionsProblem } from "../events/options.js";
+import { aFunction, aLog, assertOptions } from "../events/options.js";
 import type { Budget, Stored } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
 import { fromRecord } from "../projections/dispatch-record.js";
@@ -86,11 +86,9 @@ export interface Pipeline {
   readonly runner: LiveRunner;
 }
 
-const aFunction = z.custom<(...args: never[]) => unknown>((value) => typeof value === "function", "expected a function");
-
 /** What `startPipeline` takes: a misspelt option is refused by name; the fold's limits and the runner's times are checked where they are used. */
 const PipelineOptionsShape = z.strictObject({
-  log: z.custom((value) => typeof (value as { append?: unknown } | null)?.append === "function", "expected a log (see openLog)"),
+  log: aLog,
   sinkUrl: z.string().optional(),
   budget: z.unknown().optional(),
   outputTail: z.unknown().optional(),
@@ -107,8 +105,7 @@ const PipelineOptionsShape = z.strictObject({
 
 /** Starts the live runner and, with a sink, the relay. */
 export function startPipeline(options: PipelineOptions): Pipeline {
-  const problem = optionsProblem("startPipeline", PipelineOptionsShape, options);
-  if (problem !== undefined) throw new TypeError(problem);
+  assertOptions("startPipeline", PipelineOptionsShape, options);
   const { log, report } = options;
   const controller = new AbortController();
   let settle: { resolve: () => void; reject: (error: unknown) => void } = { resolve: () => undefined, reject: () => undefined };

@@ -12,7 +12,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { optionsProblem } from "../events/options.js";
+import { aFunction, aLog, optionsProblem } from "../events/options.js";
 import type { TurnfoldEvent } from "../events/schema.js";
 import { joinWritable } from "../events/validate.js";
 import type { FoldQuery } from "../reducers/query.js";
@@ -174,11 +174,9 @@ async function appendGathered(append: Append, gathered: readonly Gathered[]): Pr
 }
 
 const wholeMs = z.number().int().positive();
-const aFunction = z.custom<(...args: never[]) => unknown>((value) => typeof value === "function", "expected a function");
-
 /** What `createService` takes (the pipeline's own settings are checked where the pipeline starts). */
 const ServiceOptionsShape = z.strictObject({
-  log: z.custom((value) => typeof (value as { append?: unknown } | null)?.append === "function", "expected a log (see openLog)"),
+  log: aLog,
   producerToken: z.unknown().optional(),
   bodyLimit: z.number().int().positive().optional(),
   requestTimeoutMs: wholeMs.optional(),

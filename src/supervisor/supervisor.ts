@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { z } from "zod";
 import type { EventLog } from "../events/log.js";
-import { optionsProblem } from "../events/options.js";
+import { aFunction, assertOptions } from "../events/options.js";
 import type { TurnfoldEvent } from "../events/schema.js";
 import { LineSplitter, OutputBuffer, stripAnsi } from "./output.js";
 import { createRedactor, cutContext, redactCut, type Redactor } from "../events/redact.js";
@@ -73,14 +73,13 @@ export interface SupervisorOptions {
   readonly onUnavailable?: (error: unknown) => void;
 }
 
-const callback = z.custom<(...args: never[]) => unknown>((value) => typeof value === "function", "expected a function");
 const wholeNumber = z.number().int().nonnegative();
 
 /** What `new Supervisor` takes: a misspelt option is refused by name, not ignored. */
 const SupervisorOptionsShape = z.strictObject({
   log: z.unknown(),
-  clock: callback.optional(),
-  redact: callback.optional(),
+  clock: aFunction.optional(),
+  redact: aFunction.optional(),
   bufferChars: z.number().int().positive().optional(),
   killGraceMs: wholeNumber.optional(),
   watchPolicy: z
@@ -88,8 +87,8 @@ const SupervisorOptionsShape = z.strictObject({
     .optional(),
   timers: z.boolean().optional(),
   identify: z.boolean().optional(),
-  onOutput: callback.optional(),
-  onUnavailable: callback.optional(),
+  onOutput: aFunction.optional(),
+  onUnavailable: aFunction.optional(),
 });
 
 /** A supervised process as `list()` shows it. */
@@ -172,8 +171,7 @@ export class Supervisor {
   constructor(options: SupervisorOptions) {
     // Without a log every event would be lost, in a rejected promise nobody awaits.
     if (typeof options?.log?.append !== "function") throw new TypeError("Supervisor: options.log is required: the log its processes' events go to (see openLog)");
-    const problem = optionsProblem("Supervisor", SupervisorOptionsShape, options);
-    if (problem !== undefined) throw new TypeError(problem);
+    assertOptions("Supervisor", SupervisorOptionsShape, options);
     this.#log = options.log;
     this.#clock = options.clock ?? Date.now;
     this.#redact = options.redact ?? createRedactor();
