@@ -2,7 +2,7 @@
  * Options given to a library entry point, checked before it does anything: a key it does
  * not know is named with the list of those it takes (a misspelt option would otherwise
  * be ignored without a word), and a value of the wrong type or out of range is named with
- * what was given. Strings given are shown cut short: an option may hold a secret.
+ * what was given. A string given is shown only by its length: an option may hold a secret.
  */
 import { z } from "zod";
 import { valueAt } from "./validate.js";

@@ -31,12 +31,14 @@ export function sameSecret(a: string, b: string): boolean {
  * is malformed. The scheme's name is matched in any case (RFC 7235: `bearer` works too).
  */
 export function bearer(header: string | undefined): string | undefined {
-  const match = /^Bearer +([A-Za-z0-9_\-.~+/]{16,512}=*)$/i.exec(header ?? "");
+  const match = bearerHeader.exec(header ?? "");
   return match?.[1];
 }
 
-/** The shape of a token an `Authorization: Bearer` header can carry (RFC 6750's token68), as `bearer` reads it. */
-const tokenShape = /^[A-Za-z0-9_\-.~+/]{16,512}=*$/;
+/** A token as an `Authorization: Bearer` header carries it (RFC 6750's token68), 16 to 512 characters. */
+const token68 = String.raw`[A-Za-z0-9_\-.~+/]{16,512}=*`;
+const bearerHeader = new RegExp(`^Bearer +(${token68})$`, "i");
+const tokenShape = new RegExp(`^${token68}$`);
 
 /**
  * Why a producer token could never be presented, in words that do not repeat it; undefined
