@@ -259,6 +259,21 @@ describe("PostgreSQL URLs", () => {
     expect(String(twice)).toContain("schema is given 2 times");
   });
 
+  it("refuse a misspelt schema parameter, and another tool's name for it, before they connect: the driver ignored it and the log went to public", async () => {
+    const base = "postgres://postgres:s3cret-value-123@127.0.0.1:1/test";
+    for (const key of ["shema", "schemas", "Schema", "scheam", "currentSchema", "search_path"]) {
+      const error = await openLog(`${base}?${key}=tenant_a`).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      // Port 1 answers nobody: the refusal comes before any connection is tried.
+      expect(error?.message, key).toBe(`postgres://postgres:***@127.0.0.1:1/test?${key}=tenant_a: unknown parameter "${key}": turnfold takes the log's schema as ?schema=NAME`);
+    }
+    // The driver's own parameters pass on to it (here to a refused connection).
+    const driver = await openLog(`${base}?application_name=ci&sslmode=disable`).catch((e: unknown) => e as Error);
+    expect(String(driver)).not.toContain("unknown parameter");
+  });
+
   it.skipIf(database === undefined)("a commit made while the tail's listening connection was still opening wakes the tail once it listens, not at the next poll", async () => {
     // Found when a busy machine made "its appends wake a tail" below time out: the tail read
     // the log, another writer committed and notified, and only then did LISTEN take effect.

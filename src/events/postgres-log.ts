@@ -82,6 +82,39 @@ interface Target {
   readonly shown: string;
 }
 
+/** The query parameters node-postgres reads from a URL. */
+const driverParameters: ReadonlySet<string> = new Set([
+  "host", "port", "user", "password", "db", "database", "encoding", "client_encoding", "application_name", "fallback_application_name", "options",
+  "ssl", "sslmode", "sslcert", "sslkey", "sslrootcert", "sslnegotiation", "uselibpqcompat", "binary", "replication",
+  "statement_timeout", "query_timeout", "lock_timeout", "idle_in_transaction_session_timeout",
+]);
+
+/** Other tools' names for a schema, which a user may bring along: JDBC's `currentSchema`, libpq's `search_path`. */
+const schemaElsewhere: ReadonlySet<string> = new Set(["currentschema", "current_schema", "search_path", "searchpath"]);
+
+/** Whether a parameter's name means the schema: another tool's name for it, or `schema` with at most two letters changed, added, left out or swapped. */
+function nearSchema(key: string): boolean {
+  const word = "schema";
+  const a = key.toLowerCase();
+  if (schemaElsewhere.has(a)) return true;
+  if (Math.abs(a.length - word.length) > 2) return false;
+  // Edit distance with transpositions, over two rows and the one before them.
+  let before: number[] = [];
+  let previous = Array.from({ length: word.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= word.length; j++) {
+      const cost = a[i - 1] === word[j - 1] ? 0 : 1;
+      let best = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === word[j - 2] && a[i - 2] === word[j - 1]) best = Math.min(best, before[j - 2]! + 1);
+      current.push(best);
+    }
+    before = previous;
+    previous = current;
+  }
+  return previous[word.length]! <= 2;
+}
+
 function parseTarget(target: string): Target {
   const shown = redactUrl(target);
   let url: URL;
@@ -89,6 +122,11 @@ function parseTarget(target: string): Target {
     url = new URL(target);
   } catch {
     throw logError("bad-url", shown, `${shown}: not a valid PostgreSQL URL`);
+  }
+  // A misspelt `schema` would be handed to the driver, which ignores what it does not know,
+  // and the log would open (or be made) in `public`, beside another tenant's.
+  for (const key of new Set(url.searchParams.keys())) {
+    if (key !== "schema" && !driverParameters.has(key) && nearSchema(key)) throw logError("bad-url", shown, `${shown}: unknown parameter "${key}": turnfold takes the log's schema as ?schema=NAME`);
   }
   const given = url.searchParams.getAll("schema");
   if (given.length > 1) throw logError("bad-url", shown, `${shown}: schema is given ${given.length} times; give it once`);
