@@ -4,7 +4,7 @@
  * ignored without a word), and a value of the wrong type or out of range is named with
  * what was given, never the string itself.
  */
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { openLog } from "../src/open.js";
 import { Ledger } from "../src/ledger/ledger.js";
 import { liveTurns } from "../src/projections/live.js";
@@ -17,6 +17,7 @@ import { relay } from "../src/sinks/relay.js";
 
 const log = await openLog("memory:");
 const report = () => undefined;
+afterAll(() => log.close());
 
 describe("options given to the library's entry points", () => {
   const cases: [string, () => unknown, string][] = [
