@@ -150,6 +150,9 @@ describe("turnfold import / export", () => {
       [["replay", "mysql://ci:s3cret-value-123@db.internal/app"], /mysql:\/\/ci:\*\*\*@db\.internal\/app: a URL turnfold cannot read/],
       [["sessions", "mysql://ci:s3cret-value-123@db.internal/app"], /a URL turnfold cannot read/],
       [["scan", "mysql://ci:s3cret-value-123@db.internal/app"], /a URL turnfold cannot read/],
+      // A blank name (an empty TURNFOLD_DB, a variable that expanded to nothing) was ": no such file".
+      [["replay", ""], /no file named \(""\): give the path of a file/],
+      [["sessions", "  "], /no file named \("  "\)/],
     ];
     for (const [args, message] of cases) {
       const result = cli(args);

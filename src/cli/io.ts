@@ -54,6 +54,7 @@ export function requireWritable(path: string, what: string): void {
 
 /** Checks that a path names a file, naming the problem when it is missing or a folder. */
 export function requireFile(path: string): void {
+  if (path.trim() === "") throw new InputError(`no file named (${JSON.stringify(path)}): give the path of a file, or a log as a SQLite file or a postgres:// URL`);
   // `mysql://user:pw@host/db` is no file, and its name is shown without the password.
   if (isForeignUrl(path)) throw new InputError(`${redactUrl(path)}: a URL turnfold cannot read: give a file, or a log as a SQLite file or a postgres:// URL`);
   let stats;
