@@ -26,6 +26,7 @@ describe("options given to the library's entry points", () => {
     ["Supervisor, a watch policy with a field missing", () => new Supervisor({ log, watchPolicy: { cooldownMs: 5 } } as never), "Supervisor: watchPolicy.maxStrikes: Invalid input: expected number, received undefined (missing)"],
     ["Ledger, the policy given where it is the log's", () => new Ledger(log, { leaseMs: 60_000 } as never), 'Ledger: unknown option "leaseMs" (the options are consumer, clock, newClaim, isAlive)'],
     ["liveTurns, a poll that would spin", () => liveTurns(log, { pollMs: -1 }), "liveTurns: pollMs: Too small: expected number to be >0 (got -1)"],
+    ["liveTurns, a misspelt option", () => liveTurns(log, { idleCloseMS: 60_000 } as never), 'liveTurns: unknown option "idleCloseMS" (the options are pollMs, pageSize, catchUpFlushAt, giveUpAfterMs, checkpointEvery, idleCloseMs, templates,'],
     ["liveTurns, an idle close given as text", () => liveTurns(log, { idleCloseMs: "7d" as never }), "liveTurns: idleCloseMs: Invalid input: expected number, received string (got a string of 2 characters)"],
     ["startPipeline, a lag line every 0 ms", () => startPipeline({ log, report, lagEveryMs: 0 }), "startPipeline: lagEveryMs: Too small: expected number to be >0 (got 0)"],
     ["startPipeline, a misspelt option", () => startPipeline({ log, report, sinkURL: "http://127.0.0.1:1/" } as never), 'startPipeline: unknown option "sinkURL"'],

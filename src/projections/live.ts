@@ -238,18 +238,27 @@ export interface LiveView {
 }
 
 /**
- * The live runner's counts and times, checked when it starts (the fold's own limits are
- * checked by `Projection`): a poll of 0 or less ms would spin. Other keys pass: the runner's
- * callers hand on options of their own.
+ * What the live runner takes, checked when it starts: its counts and times (a poll of 0 or
+ * less ms would spin), and no key it does not know (`idleCloseMS` would leave sessions open
+ * for ever). The fold's own settings are checked by `Projection`, so they pass here as given.
  */
-const LiveTimings = z.looseObject({
+const liveTimings = {
   pollMs: z.number().finite().positive().optional(),
   pageSize: z.number().int().positive().optional(),
   catchUpFlushAt: z.number().int().positive().optional(),
   giveUpAfterMs: z.number().nonnegative().optional(),
   checkpointEvery: z.number().int().nonnegative().optional(),
   idleCloseMs: z.number().finite().positive().optional(),
-});
+};
+/** The other keys, passed as given: the fold's (`ProjectionOptions`), then the runner's callbacks and hand-overs. */
+const passedAsGiven = [
+  "templates", "parking", "gateway", "budget", "trace", "outputTail", "staleAfterMs", "ledgerMoves",
+  "progress", "onUnavailable", "onRecovered", "idle", "recorded", "fromCheckpoint", "now", "applied", "beside", "position", "inline",
+] as const satisfies readonly (keyof LiveOptions)[];
+// A key added to LiveOptions and not listed above does not compile (it would be refused as unknown).
+const everyKeyListed: [Exclude<keyof LiveOptions, keyof typeof liveTimings | (typeof passedAsGiven)[number]>] extends [never] ? true : never = true;
+void everyKeyListed;
+const LiveTimings = z.strictObject({ ...liveTimings, ...Object.fromEntries(passedAsGiven.map((key) => [key, z.unknown().optional()])) });
 
 /**
  * Emits each turn once it is recorded in the log (by this runner or another), and each
