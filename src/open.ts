@@ -16,7 +16,7 @@ import { batchesProjection } from "./ledger/batches.js";
 import { handoverProjection } from "./ledger/handover.js";
 import { addressedProcessesProjection } from "./events/addressed.js";
 import { defaultLedgerPolicy, type LedgerPolicy } from "./ledger/decider.js";
-import { optionsProblem } from "./events/options.js";
+import { optionsProblem, type ListsEvery } from "./events/options.js";
 
 /** How `openLog` opens a log. */
 export interface OpenLogOptions {
@@ -106,6 +106,8 @@ const OpenLogOptionsShape = z.strictObject({
   redaction: z.unknown().optional(),
   allowUnaddressed: z.boolean().optional(),
 });
+const openLogOptionsShapeListed: ListsEvery<OpenLogOptions, typeof OpenLogOptionsShape> = true;
+void openLogOptionsShapeListed;
 
 /** Refuses options `openLog` does not know or cannot use, naming the first one and what it got. */
 function checkOptions(options: unknown, target: string): void {

@@ -43,6 +43,15 @@ export function optionsProblem(where: string, shape: z.ZodObject, options: unkno
   return `${where}: ${issue.path.join(".")}: ${issue.message} (${shown(valueAt(options, issue.path))})`;
 }
 
+/**
+ * `true` only when `Shape` lists every key of `Options`: a key added to an options type and
+ * not to its check would be refused at run time, so such a check does not compile.
+ *
+ * @example
+ * const listed: ListsEvery<ServiceOptions, typeof ServiceOptionsShape> = true;
+ */
+export type ListsEvery<Options, Shape extends z.ZodObject> = [Exclude<keyof Options, keyof Shape["shape"]>] extends [never] ? true : never;
+
 /** `optionsProblem`, thrown as a `TypeError` when there is one. */
 export function assertOptions(where: string, shape: z.ZodObject, options: unknown): void {
   const problem = optionsProblem(where, shape, options);

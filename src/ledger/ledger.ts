@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { aFunction, assertOptions } from "../events/options.js";
+import { aFunction, assertOptions, type ListsEvery } from "../events/options.js";
 import type { TurnfoldEvent } from "../events/schema.js";
 import type { EventStore, StoreTransaction } from "../events/store.js";
 import { decideClaim, decideWithClaim, releaseDrops, type LedgerPolicy, type LedgerRow, type Refusal } from "./decider.js";
@@ -44,6 +44,8 @@ type Kind = "delegation.delivered" | "delegation.released" | "delegation.deferre
 
 /** What `new Ledger` takes (its policy is the log's: `openLog(path, { ledgerPolicy })`): a misspelt option is refused by name. */
 const LedgerOptionsShape = z.strictObject({ consumer: z.string().optional(), clock: aFunction.optional(), newClaim: aFunction.optional(), isAlive: aFunction.optional() });
+const ledgerOptionsShapeListed: ListsEvery<LedgerOptions, typeof LedgerOptionsShape> = true;
+void ledgerOptionsShapeListed;
 
 /**
  * @example

@@ -5,7 +5,7 @@
  * and a sink receives each record with its idempotency key.
  */
 import { z } from "zod";
-import { aFunction, aLog, assertOptions } from "../events/options.js";
+import { aFunction, aLog, assertOptions, type ListsEvery } from "../events/options.js";
 import type { Budget, Stored } from "../events/schema.js";
 import type { EventStore } from "../events/store.js";
 import { fromRecord } from "../projections/dispatch-record.js";
@@ -102,6 +102,8 @@ const PipelineOptionsShape = z.strictObject({
   applied: aFunction.optional(),
   beside: z.unknown().optional(),
 });
+const pipelineOptionsShapeListed: ListsEvery<PipelineOptions, typeof PipelineOptionsShape> = true;
+void pipelineOptionsShapeListed;
 
 /** Starts the live runner and, with a sink, the relay. */
 export function startPipeline(options: PipelineOptions): Pipeline {

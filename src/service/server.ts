@@ -12,7 +12,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { aFunction, aLog, optionsProblem } from "../events/options.js";
+import { aFunction, aLog, optionsProblem, type ListsEvery } from "../events/options.js";
 import type { TurnfoldEvent } from "../events/schema.js";
 import { joinWritable } from "../events/validate.js";
 import type { FoldQuery } from "../reducers/query.js";
@@ -188,6 +188,8 @@ const ServiceOptionsShape = z.strictObject({
   allowUnaddressed: z.boolean().optional(),
   logLine: aFunction.optional(),
 });
+const serviceOptionsShapeListed: ListsEvery<ServiceOptions, typeof ServiceOptionsShape> = true;
+void serviceOptionsShapeListed;
 
 /** Builds the service: starts its live runner on the log and resolves once the runner has folded what the log held. */
 export async function createService(options: ServiceOptions): Promise<Service> {

@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { z } from "zod";
 import type { EventLog } from "../events/log.js";
-import { aFunction, assertOptions } from "../events/options.js";
+import { aFunction, assertOptions, type ListsEvery } from "../events/options.js";
 import type { TurnfoldEvent } from "../events/schema.js";
 import { LineSplitter, OutputBuffer, stripAnsi } from "./output.js";
 import { createRedactor, cutContext, redactCut, type Redactor } from "../events/redact.js";
@@ -90,6 +90,8 @@ const SupervisorOptionsShape = z.strictObject({
   onOutput: aFunction.optional(),
   onUnavailable: aFunction.optional(),
 });
+const supervisorOptionsShapeListed: ListsEvery<SupervisorOptions, typeof SupervisorOptionsShape> = true;
+void supervisorOptionsShapeListed;
 
 /** A supervised process as `list()` shows it. */
 export interface SupervisedProcess {
