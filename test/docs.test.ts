@@ -1,6 +1,7 @@
 /**
  * Docs that cannot drift from the code (issue 60, point 3): every relative link in a
- * Markdown file leads somewhere, every document a file cites exists, the layout version
+ * Markdown file leads somewhere, every document a file cites exists, and so does every
+ * section it cites by name (the README's were moved into docs/), the layout version
  * `docs/architecture.md` states is the migrations' newest, the README's command table
  * names the commands `turnfold --help` lists, and its layout names every folder of `src/`.
  */
@@ -48,6 +49,21 @@ describe("docs that cannot drift", () => {
       for (const [cited] of read(file).matchAll(/\b(?:docs\/[A-Za-z0-9_.-]+\.md|CONTRIBUTING\.md|CHANGELOG\.md|README\.md)\b/g)) {
         // A path inside another folder (`conformance/README.md`) is checked from the root as written.
         if (!existsSync(join(root, cited))) missing.push(`${relative(root, join(root, file))}: ${cited}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it("every section a file cites by its name is in the document it names: a heading, or a paragraph's lead in bold or italics", () => {
+    const missing: string[] = [];
+    const cited = /(README(?:\.md)?|docs\/[a-z-]+\.md)(?:\]\([^)]*\))?, \\?"([^"\\]+)\\?"|\\?"([^"\\]{3,80})\\?" in (?:the )?\[?(README(?:\.md)?|docs\/[a-z-]+\.md)/g;
+    for (const file of ["src", "test", "properties", "bench", "scripts", "docs"].flatMap((dir) => files(dir, [".ts", ".mjs", ".js", ".md"])).concat(["README.md", "CONTRIBUTING.md"])) {
+      for (const match of read(file).matchAll(cited)) {
+        const doc = (match[1] ?? match[4])!.replace(/^README$/, "README.md");
+        const section = (match[2] ?? match[3])!;
+        const escaped = section.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+        const there = new RegExp(`^(?:#+ |\\*\\*?)${escaped}`, "m").test(read(doc));
+        if (!there) missing.push(`${file}: ${doc}, "${section}"`);
       }
     }
     expect(missing).toEqual([]);

@@ -8,11 +8,11 @@ import { defaultProjects, findSessions, readSession, type ReadSession, type Sess
 import { InputError } from "./io.js";
 import { count, progress } from "./style.js";
 
-/** Hosts whose recordings turnfold reads, and those it has looked at, with what their recordings would hold (README, "What hosts record"). */
+/** Hosts whose recordings turnfold reads, and those it has looked at, with what their recordings would hold (docs/hosts.md, "What hosts record"). */
 export const readableHosts = ["claude-code"] as const;
 const notRead: Record<string, string> = {
-  codex: "Codex's rollouts are not read: its background terminals end without a word to the agent (it polls them with write_stdin), and only its subagents' ends come as <subagent_notification> messages, which turnfold does not read yet (README, \"What hosts record\")",
-  "gemini-cli": "Gemini CLI's sessions are not read: a background shell ends without a word to the agent unless tools.shell.backgroundCompletionBehavior is \"inject\", and turnfold does not read those injections yet (README, \"What hosts record\")",
+  codex: "Codex's rollouts are not read: its background terminals end without a word to the agent (it polls them with write_stdin), and only its subagents' ends come as <subagent_notification> messages, which turnfold does not read yet (docs/hosts.md, \"What hosts record\")",
+  "gemini-cli": "Gemini CLI's sessions are not read: a background shell ends without a word to the agent unless tools.shell.backgroundCompletionBehavior is \"inject\", and turnfold does not read those injections yet (docs/hosts.md, \"What hosts record\")",
 };
 
 /** Commander parser for a host whose recordings are read. */
