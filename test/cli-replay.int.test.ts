@@ -109,6 +109,15 @@ describe("turnfold explain", () => {
     expect(result.code).toBe(1);
     expect(result.stdout).toContain("no event in this history mentions it");
   });
+
+  it("refuses an empty id as bad usage, before it reads the history", () => {
+    for (const id of ["", "  "]) {
+      const result = cli(["explain", example("cli"), id]);
+      expect(result.code, JSON.stringify(id)).toBe(2);
+      expect(result.stderr).toContain("error: the id is empty: give a process or delegation id (turnfold items FILE lists them)");
+      expect(result.stdout).toBe("");
+    }
+  });
 });
 
 describe("turnfold demo", () => {

@@ -23,6 +23,8 @@ export function explainCommand(program: Command): void {
       // `explain FILE ID`, or `explain ID` with --db or TURNFOLD_DB.
       const file = logToRead(command, second === undefined ? undefined : first, options.db);
       const id = second ?? first;
+      // An id that expanded to nothing would read the whole history to say nothing names it.
+      if (id.trim() === "") command.error("error: the id is empty: give a process or delegation id (turnfold items FILE lists them)", { exitCode: 2, code: "turnfold.usage" });
       return runCommand(async () => {
         const explanation = await explainFile(file, id, foldOptions(options));
         await writeOut(options.json ? JSON.stringify(explanation) + "\n" : explanationText(explanation) + "\n");
