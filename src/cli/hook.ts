@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Command } from "commander";
-import { jsonFaultText } from "../events/json-fault.js";
+import { parseJsonText } from "../events/json-fault.js";
 import { agentHosts, codexKey, sessionFromHost, type AgentHost } from "../hosts/host.js";
 import { hookEvents, settingsFiles } from "../hosts/hook-hosts.js";
 import { formatJson, parseJson, replaceFile, writeTarget } from "./settings-file.js";
@@ -75,12 +75,9 @@ const print = (line: string) => new Promise<void>((resolve, reject) => process.s
 
 async function answer(host: AgentHost, options: HookOptions): Promise<number> {
   const raw = await readStdin();
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    throw new InputError(`the hook's input on stdin is not JSON (${jsonFaultText(raw)})`);
-  }
+  const read = parseJsonText(raw);
+  if ("notJson" in read) throw new InputError(`the hook's input on stdin is not JSON (${read.notJson})`);
+  const value = read.value;
   const given = typeof value === "object" && value !== null ? (value as Record<string, unknown>)["session_id"] : undefined;
   const sessionId = typeof given === "string" && given !== "" ? given : undefined;
   // Claude Code's hooks and servers share its session id; Codex's hooks get the thread id its

@@ -126,6 +126,18 @@ export function jsonFault(text: string): JsonFault | undefined {
 }
 
 /**
+ * `JSON.parse(text)`, or why the text is not JSON in the words of `jsonFaultText`: the one
+ * way turnfold reads a JSON text it may have to refuse, so that no refusal quotes it.
+ */
+export function parseJsonText(text: string): { readonly value: unknown } | { readonly notJson: string } {
+  try {
+    return { value: JSON.parse(text) as unknown };
+  } catch {
+    return { notJson: jsonFaultText(text) };
+  }
+}
+
+/**
  * Why `text` is not JSON, for a message: `line 2, column 14: ':' was expected after a name`
  * (`column 14: …` for a text of one line). Quotes nothing of the text.
  */

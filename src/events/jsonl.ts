@@ -4,7 +4,7 @@
  * as if it were whole.
  */
 import type { Stored, TurnfoldEvent } from "./schema.js";
-import { jsonFaultText } from "./json-fault.js";
+import { parseJsonText } from "./json-fault.js";
 import { formatProblem, validateEvent, type Problem } from "./validate.js";
 
 /** The result of decoding JSONL: every event, or the problems of every bad line. */
@@ -20,15 +20,11 @@ function decodeLine(raw: string, lineNumber: number): { readonly value: unknown;
   const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
   if (line.trim() === "") return undefined;
   const where = `line ${lineNumber}`;
-  let value: unknown;
-  try {
-    value = JSON.parse(line);
-  } catch {
-    // Where, never what: the engine's own message quotes the line, which may hold a secret.
-    return [{ where, field: "(line)", reason: `not valid JSON (${jsonFaultText(line)})` }];
-  }
-  const result = validateEvent(value, where);
-  return result.ok ? { value, event: result.event } : result.problems;
+  // Where, never what: the engine's own message quotes the line, which may hold a secret.
+  const read = parseJsonText(line);
+  if ("notJson" in read) return [{ where, field: "(line)", reason: `not valid JSON (${read.notJson})` }];
+  const result = validateEvent(read.value, where);
+  return result.ok ? { value: read.value, event: result.event } : result.problems;
 }
 
 /** Decodes JSONL text. Blank lines are skipped; line numbers count from 1. */

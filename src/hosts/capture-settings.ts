@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { z } from "zod";
-import { jsonFaultText } from "../events/json-fault.js";
+import { parseJsonText } from "../events/json-fault.js";
 
 /** The project file that turns capture off or exempts commands: `.turnfold.json`, in the folder the host runs in or any folder above it. */
 export const projectSettingsFile = ".turnfold.json";
@@ -40,13 +40,9 @@ export function captureSettings(cwd: string, env: NodeJS.ProcessEnv): { enabled:
       text = undefined;
     }
     if (text !== undefined) {
-      let value: unknown;
-      try {
-        value = JSON.parse(text);
-      } catch {
-        throw new Error(`${file}: not JSON (${jsonFaultText(text)})`);
-      }
-      const parsed = ProjectSettings.safeParse(value);
+      const read = parseJsonText(text);
+      if ("notJson" in read) throw new Error(`${file}: not JSON (${read.notJson})`);
+      const parsed = ProjectSettings.safeParse(read.value);
       if (!parsed.success) throw new Error(`${file}: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(file)"}: ${i.message}`).join("; ")}`);
       found = parsed.data;
       break;

@@ -7,7 +7,7 @@
 import type { Duplex } from "node:stream";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { z } from "zod";
-import { forbiddenKey, jsonFaultText, mayHoldForbiddenKey } from "../events/json-fault.js";
+import { forbiddenKey, mayHoldForbiddenKey, parseJsonText } from "../events/json-fault.js";
 import { describeIssue, formatProblem, isInvalidEventsError } from "../events/validate.js";
 import { isTransientStoreError } from "../events/transient.js";
 
@@ -101,14 +101,9 @@ export interface HttpLimits {
  * (`forbiddenKey`, refused as fastify refuses it, by name and place).
  */
 function readJson(text: string, mayHold = mayHoldForbiddenKey(text)): { readonly value: unknown } | { readonly notJson: string } | { readonly forbidden: string } {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return { notJson: jsonFaultText(text) };
-  }
-  const key = mayHold ? forbiddenKey(value) : undefined;
-  return key === undefined ? { value } : { forbidden: key };
+  const read = parseJsonText(text);
+  const key = "value" in read && mayHold ? forbiddenKey(read.value) : undefined;
+  return key === undefined ? read : { forbidden: key };
 }
 
 /** A JSON body as its value; a 400 for a body that is empty, not JSON, or holds a key no request may carry. */
