@@ -195,8 +195,9 @@ void serviceOptionsShapeListed;
 export async function createService(options: ServiceOptions): Promise<Service> {
   // Before anything starts: a misspelt option would be ignored, and a producer token no
   // header can carry would leave a server that looks healthy and answers every producer 401.
-  const problem = optionsProblem("createService", ServiceOptionsShape, options) ?? producerTokenProblem(options.producerToken);
-  if (problem !== undefined) throw new TypeError(problem.startsWith("createService") ? problem : `createService: ${problem}`);
+  const tokenProblem = producerTokenProblem(options.producerToken);
+  const problem = optionsProblem("createService", ServiceOptionsShape, options) ?? (tokenProblem && `createService: ${tokenProblem}`);
+  if (problem !== undefined) throw new TypeError(problem);
   const { log } = options;
   const metrics = new ServiceMetrics();
   const streams = new StreamRegistry((open) => metrics.openStreams.set(open));
