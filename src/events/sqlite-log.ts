@@ -26,6 +26,7 @@ import { prepareEvents } from "./validate.js";
 import { OutputContext } from "./redact-stream.js";
 import { checkAddressed, ownersOf } from "./addressed.js";
 import { defaultRedactor, type Redactor } from "./redact.js";
+import { WalThread } from "./wal-thread.js";
 import {
   applyInline,
   bodyOf,
@@ -261,6 +262,9 @@ export class SqliteLog implements EventStore {
   readonly #appended = new Subject<void>();
   readonly #gate = new WriteGate();
   readonly #recent = new RecentBodies();
+  readonly #walThread: WalThread;
+  /** Bytes of the bodies the open transaction has inserted: what its commit adds to the WAL, about. */
+  #uncommittedBytes = 0;
   readonly #rows: RowAccess;
   /** Inserts of 1 … `rowsPerInsert` rows, each prepared when first needed. */
   readonly #inserts: Database.Statement[] = [];
@@ -286,6 +290,7 @@ export class SqliteLog implements EventStore {
     this.projections = projections;
     this.logId = String(db.prepare("SELECT value FROM meta WHERE key = 'log_id'").pluck().get());
     keepsOwnAppends(this, this.#recent);
+    this.#walThread = new WalThread(db);
     this.#rows = rowAccess(db, projections as readonly InlineProjection<unknown>[]);
     // The body is the producer's event as JSON without its seq: the seq column is the index
     // and the truth, and `scanPages` reads bodies alone where seqs are dense.
@@ -339,6 +344,7 @@ export class SqliteLog implements EventStore {
           values[at + 3] = subjectOf(e) ?? null;
           values[at + 4] = replacesOf(e) ?? null;
           bodies[i] = body;
+          this.#uncommittedBytes += body.length;
         }
         // The rows of one statement take the seqs after the last one in order (see above).
         const last = Number(this.#insertOf(count).run(count === rowsPerInsert ? values : values.slice(0, count * columnsPerRow)).lastInsertRowid);
@@ -370,6 +376,15 @@ export class SqliteLog implements EventStore {
     this.#appendAll = (events) => all.immediate(events);
     this.#appendDeciding = (events, decide) => deciding.immediate(events, decide);
     this.#appendIf = (expected, events) => conditional.immediate(expected, events);
+  }
+
+  /**
+   * Where this handle's commits are copied back from the WAL into the file: "inline"
+   * (inside its commits, SQLite's default) until it has written a few megabytes, then
+   * "thread" (a second thread of its own; wal-thread.ts).
+   */
+  get checkpoints(): "inline" | "thread" {
+    return this.#walThread.mode;
   }
 
   /** The kysely handle, for read-only queries of your own. */
@@ -452,11 +467,11 @@ export class SqliteLog implements EventStore {
       try {
         const result = await body(tx);
         this.#db.exec("COMMIT");
-        this.#recent.commit();
+        this.#afterCommit();
         if (appended) this.#appended.next();
         return result;
       } catch (error) {
-        this.#recent.rollback();
+        this.#afterRollback();
         if (this.#db.inTransaction) this.#db.exec("ROLLBACK");
         throw error;
       }
@@ -500,11 +515,23 @@ export class SqliteLog implements EventStore {
     try {
       result = transaction();
     } catch (error) {
-      this.#recent.rollback();
+      this.#afterRollback();
       throw error;
     }
-    this.#recent.commit();
+    this.#afterCommit();
     return result;
+  }
+
+  #afterCommit(): void {
+    this.#recent.commit();
+    const bytes = this.#uncommittedBytes;
+    this.#uncommittedBytes = 0;
+    this.#walThread.committed(bytes);
+  }
+
+  #afterRollback(): void {
+    this.#recent.rollback();
+    this.#uncommittedBytes = 0;
   }
 
   async readPage(options: ReadOptions = {}): Promise<readonly Stored[]> {
@@ -604,6 +631,9 @@ export class SqliteLog implements EventStore {
     this.#closed = true;
     this.#appended.complete();
     await this.#gate.run(() => undefined);
+    // The thread's connection closes first: the handle's close is then the file's last, and
+    // SQLite copies what is left of the WAL back and removes it.
+    await this.#walThread.stop();
     await this.#kysely.destroy();
     // kysely closes the database only if it ever opened a connection to it, and a log
     // that found its tables in place may never have: two file handles left open per

@@ -1,0 +1,226 @@
+/**
+ * Copying the write-ahead log back into the database file on a second thread.
+ *
+ * In WAL mode every commit appends its pages to the `-wal` file, and SQLite copies them
+ * back into the main file (a checkpoint) from inside the commit that takes the WAL past
+ * 1,000 pages. The writer waits for that copy: on a batch append it was about a fifth of
+ * the writer's time, and with the subject index each commit carries more pages to copy
+ * (docs/performance.md, "Checkpoints on a second thread").
+ *
+ * A handle that has written a few megabytes starts a worker thread with a connection of
+ * its own to the same file. From then on the handle's commits no longer checkpoint: after
+ * each one it tells the worker how many bytes it wrote, and the worker runs a PASSIVE
+ * checkpoint (which waits for no reader and no writer) every `everyBytes`. Appends then
+ * go on while the pages of the ones before are copied.
+ *
+ * Bounded in every direction:
+ * - A short-lived writer (a hook, one `append`) never writes enough to start the thread.
+ * - When the worker falls `lagBytes` behind, the handle checkpoints itself, as SQLite would.
+ * - A worker that cannot open the file, or fails, ends; the handle checkpoints as SQLite
+ *   does by default again. Nothing is lost: a checkpoint only copies committed pages.
+ * - The thread never keeps the process alive; `stop()` (the log's close) ends it first, so
+ *   that the handle's close is the file's last and SQLite folds the WAL away.
+ */
+import { createRequire } from "node:module";
+import { Worker } from "node:worker_threads";
+import type Database from "better-sqlite3";
+
+/** Bytes a handle writes before it starts the thread: about what takes SQLite's WAL to its first checkpoint. */
+export const startAfterBytes = 4 << 20;
+/** Bytes between two checkpoints of the thread. */
+const everyBytes = 512 << 10;
+/**
+ * Bytes between two checkpoints of the handle itself. SQLite starts the WAL file over only
+ * when a write begins with every page of it copied back and no other connection reading
+ * it, and a writer that never pauses always has its last commit's pages still in it, or
+ * the thread copying them. Every `restartBytes` the handle holds the thread (waiting for a
+ * copy under way to end), copies what is left itself, and its next write starts the file
+ * over; then it lets the thread go on. This also bounds how far behind a thread can fall.
+ */
+const restartBytes = 8 << 20;
+/** The longest the handle waits for the thread's copy under way, in ms; past it, it tries after its next commit. */
+const holdWaitMs = 200;
+
+/** Slots of the memory the handle and its thread share (an `Int32Array`). */
+const enum Slot {
+  /** 1 once the thread has failed or ended: the handle checkpoints as SQLite does again. */
+  Over = 0,
+  /** 1 while the thread copies. */
+  Busy = 1,
+  /** 1 while the handle holds the thread: it starts no copy. */
+  Hold = 2,
+}
+
+/**
+ * The worker, as CommonJS source: it runs from a string, so the bundled command needs no
+ * file of its own. It is told the driver's resolved path, never resolves anything itself.
+ * What the two must know of each other is in shared memory: a writer that appends in a
+ * loop of awaits never lets its own event loop deliver a message.
+ */
+const workerSource = `
+const { parentPort, workerData } = require("node:worker_threads");
+const state = new Int32Array(workerData.state);
+let db;
+let pending = 0;
+function over() {
+  Atomics.store(state, ${Slot.Over}, 1);
+  try { db?.close(); } catch {}
+  parentPort.close();
+}
+try {
+  const Database = require(workerData.driver);
+  db = new Database(workerData.path, { fileMustExist: true, timeout: 0 });
+  db.pragma("synchronous = " + workerData.synchronous);
+} catch {
+  over();
+}
+parentPort.on("message", (message) => {
+  if (message === "stop") return over();
+  pending += message;
+  if (pending < workerData.everyBytes) return;
+  // Busy first, then the hold: a handle that sets the hold and then finds this not busy
+  // knows no copy will start until it lets go.
+  Atomics.store(state, ${Slot.Busy}, 1);
+  try {
+    if (Atomics.load(state, ${Slot.Hold}) === 1) return;
+    pending = 0;
+    db.pragma("wal_checkpoint(PASSIVE)");
+  } catch {
+    over();
+  } finally {
+    Atomics.store(state, ${Slot.Busy}, 0);
+    Atomics.notify(state, ${Slot.Busy});
+  }
+});
+`;
+
+const driverPath = (() => {
+  try {
+    return createRequire(import.meta.url).resolve("better-sqlite3");
+  } catch {
+    return undefined;
+  }
+})();
+
+/** One log handle's checkpoints: SQLite's own until the handle has written `startAfterBytes`, then the thread's. */
+export class WalThread {
+  readonly #db: Database.Database;
+  #worker: Worker | undefined;
+  /** What the handle and the thread share (`Slot`). */
+  #state: Int32Array | undefined;
+  /** Whether the handle holds the thread until its next commit has started the WAL over. */
+  #holding = false;
+  /** Whether the thread has checkpoints (SQLite's own are off). */
+  #active = false;
+  /** Set once a thread was started: a handle starts at most one, and after a failure goes on as SQLite does. */
+  #started = false;
+  #stopped = false;
+  #written = 0;
+  /** Bytes committed since the handle last checkpointed itself. */
+  #sinceOwn = 0;
+  /** SQLite's own setting, given back when the thread ends. */
+  #autocheckpoint = 1000;
+  /** The thread ended and SQLite's own checkpoints are not back on yet. */
+  #restore = false;
+  #exited: Promise<void> | undefined;
+
+  constructor(db: Database.Database) {
+    this.#db = db;
+  }
+
+  /** Where checkpoints happen now: "inline" (in this handle's commits, SQLite's default) or "thread". */
+  get mode(): "inline" | "thread" {
+    this.#check();
+    return this.#active ? "thread" : "inline";
+  }
+
+  /** After each commit of this handle, with the bytes of the events it stored. */
+  committed(bytes: number): void {
+    this.#restoreSetting();
+    if (bytes <= 0) return;
+    this.#written += bytes;
+    if (!this.#started && this.#written >= startAfterBytes) this.#start();
+    if (!this.#check()) return;
+    const state = this.#state!;
+    // This commit began the WAL over, if it could: the thread may copy again.
+    if (this.#holding) {
+      this.#holding = false;
+      Atomics.store(state, Slot.Hold, 0);
+    }
+    this.#worker!.postMessage(bytes);
+    this.#sinceOwn += bytes;
+    if (this.#sinceOwn < restartBytes) return;
+    Atomics.store(state, Slot.Hold, 1);
+    const deadline = performance.now() + holdWaitMs;
+    while (Atomics.load(state, Slot.Busy) === 1 && performance.now() < deadline) Atomics.wait(state, Slot.Busy, 1, 20);
+    const [result] = Atomics.load(state, Slot.Busy) === 1 ? [] : (this.#db.pragma("wal_checkpoint(PASSIVE)") as { busy: number }[]);
+    if (result?.busy === 0) {
+      this.#sinceOwn = 0;
+      this.#holding = true;
+    } else {
+      Atomics.store(state, Slot.Hold, 0);
+    }
+  }
+
+  /** Ends the thread and gives checkpoints back to SQLite; resolves once the thread's connection is closed. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    const worker = this.#worker;
+    if (worker === undefined) return;
+    this.#handBack();
+    // Held until it has closed its connection: an unreferenced thread would let the
+    // process end with the close still waiting for it.
+    worker.ref();
+    worker.postMessage("stop");
+    await this.#exited;
+  }
+
+  /** Whether the thread still has checkpoints; hands them back to SQLite once it is over. */
+  #check(): boolean {
+    if (this.#active && Atomics.load(this.#state!, Slot.Over) === 1) this.#handBack();
+    return this.#active;
+  }
+
+  #start(): void {
+    this.#started = true;
+    if (driverPath === undefined || this.#db.memory || this.#db.readonly || !this.#db.open || this.#stopped) return;
+    const state = new Int32Array(new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT));
+    let worker: Worker;
+    try {
+      this.#autocheckpoint = Number(this.#db.pragma("wal_autocheckpoint", { simple: true }));
+      // The thread's checkpoints sync the files as the handle's own would.
+      const synchronous = Number(this.#db.pragma("synchronous", { simple: true }));
+      worker = new Worker(workerSource, { eval: true, workerData: { driver: driverPath, path: this.#db.name, synchronous, everyBytes, state: state.buffer } });
+      this.#db.pragma("wal_autocheckpoint = 0");
+    } catch {
+      return;
+    }
+    worker.unref();
+    this.#worker = worker;
+    this.#state = state;
+    this.#active = true;
+    this.#exited = new Promise((resolve) => worker.once("exit", () => resolve()));
+    // A thread that could not start (or failed) hands checkpoints back, as its shared
+    // flag says at the next commit. Whatever failed there fails the handle's own next
+    // write, in its own words.
+    worker.once("error", () => this.#handBack());
+    worker.once("exit", () => this.#handBack());
+  }
+
+  #handBack(): void {
+    if (this.#active) this.#restore = true;
+    this.#active = false;
+    this.#restoreSetting();
+  }
+
+  /** SQLite's own checkpoints back on; tried again after the next commit if the connection was busy with a statement. */
+  #restoreSetting(): void {
+    if (!this.#restore || !this.#db.open) return;
+    try {
+      this.#db.pragma(`wal_autocheckpoint = ${this.#autocheckpoint}`);
+      this.#restore = false;
+    } catch {
+      // Tried again after the next commit.
+    }
+  }
+}
