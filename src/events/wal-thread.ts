@@ -41,6 +41,9 @@ const restartBytes = 8 << 20;
 /** The longest the handle waits for the thread's copy under way, in ms; past it, it tries after its next commit. */
 const holdWaitMs = 200;
 
+/** The longest a close waits for the thread to close its connection, in ms. */
+const stopWaitMs = 5000;
+
 /** Slots of the memory the handle and its thread share (an `Int32Array`). */
 const enum Slot {
   /** 1 once the thread has failed or ended: the handle checkpoints as SQLite does again. */
@@ -69,7 +72,7 @@ function over() {
 }
 try {
   const Database = require(workerData.driver);
-  db = new Database(workerData.path, { fileMustExist: true, timeout: 0 });
+  db = new Database(workerData.path, { fileMustExist: true, timeout: 1000 });
   db.pragma("synchronous = " + workerData.synchronous);
 } catch {
   over();
@@ -153,12 +156,24 @@ export class WalThread {
     Atomics.store(state, Slot.Hold, 1);
     const deadline = performance.now() + holdWaitMs;
     while (Atomics.load(state, Slot.Busy) === 1 && performance.now() < deadline) Atomics.wait(state, Slot.Busy, 1, 20);
-    const [result] = Atomics.load(state, Slot.Busy) === 1 ? [] : (this.#db.pragma("wal_checkpoint(PASSIVE)") as { busy: number }[]);
-    if (result?.busy === 0) {
+    if (Atomics.load(state, Slot.Busy) === 0 && this.#copyLeft()) {
       this.#sinceOwn = 0;
       this.#holding = true;
     } else {
       Atomics.store(state, Slot.Hold, 0);
+    }
+  }
+
+  /**
+   * The handle's own checkpoint: true when it copied everything. It never fails the commit
+   * it follows (that commit stands); one that could not run is tried after the next.
+   */
+  #copyLeft(): boolean {
+    try {
+      const [result] = this.#db.pragma("wal_checkpoint(PASSIVE)") as { busy: number }[];
+      return result?.busy === 0;
+    } catch {
+      return false;
     }
   }
 
@@ -172,7 +187,14 @@ export class WalThread {
     // process end with the close still waiting for it.
     worker.ref();
     worker.postMessage("stop");
-    await this.#exited;
+    // A thread that does not end in `stopWaitMs` (stuck on a lock) is ended; its connection
+    // goes with it.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(() => void worker.terminate().then(() => resolve()), stopWaitMs);
+    });
+    await Promise.race([this.#exited, late]);
+    clearTimeout(timer);
   }
 
   /** Whether the thread still has checkpoints; hands them back to SQLite once it is over. */
@@ -185,7 +207,7 @@ export class WalThread {
     this.#started = true;
     if (driverPath === undefined || this.#db.memory || this.#db.readonly || !this.#db.open || this.#stopped) return;
     const state = new Int32Array(new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT));
-    let worker: Worker;
+    let worker: Worker | undefined;
     try {
       this.#autocheckpoint = Number(this.#db.pragma("wal_autocheckpoint", { simple: true }));
       // The thread's checkpoints sync the files as the handle's own would.
@@ -193,6 +215,8 @@ export class WalThread {
       worker = new Worker(workerSource, { eval: true, workerData: { driver: driverPath, path: this.#db.name, synchronous, everyBytes, state: state.buffer } });
       this.#db.pragma("wal_autocheckpoint = 0");
     } catch {
+      // No thread, or the handle's own checkpoints could not be turned off: SQLite's stay.
+      void worker?.terminate();
       return;
     }
     worker.unref();
