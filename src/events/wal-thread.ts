@@ -15,7 +15,8 @@
  *
  * Bounded in every direction:
  * - A short-lived writer (a hook, one `append`) never writes enough to start the thread.
- * - When the worker falls `lagBytes` behind, the handle checkpoints itself, as SQLite would.
+ * - Every `restartBytes` the handle copies what is left itself, so that the WAL file starts
+ *   over and the thread is never far behind.
  * - A worker that cannot open the file, or fails, ends; the handle checkpoints as SQLite
  *   does by default again. Nothing is lost: a checkpoint only copies committed pages.
  * - The thread never keeps the process alive; `stop()` (the log's close) ends it first, so
