@@ -5,7 +5,7 @@
  * leaves no WAL behind, and the thread never keeps a process alive or lets it end early.
  */
 import { spawn } from "node:child_process";
-import { existsSync, statSync } from "node:fs";
+import { existsSync, renameSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { openSqliteLog, type SqliteLog } from "../src/events/index.js";
@@ -72,6 +72,33 @@ describe("checkpoints on a second thread", () => {
     expect(largest).toBeLessThan(20 * 2 ** 20);
     await log.close();
     expect(existsSync(`${path}-wal`)).toBe(false);
+    const reopened = await openSqliteLog(path, { create: false });
+    expect(await reopened.lastSeq()).toBe(count);
+    expect(reopened.integrityCheck()).toBe("ok");
+    await reopened.close();
+  });
+
+  it("a thread that cannot open the file hands checkpoints back: the handle copies the WAL inline again and loses nothing", async () => {
+    const path = fresh();
+    const log = await openSqliteLog(path);
+    let count = await appendMegabytes(log, 1);
+    // The handle keeps its open file; a thread started now finds no file by that name.
+    const moved = `${path}.moved`;
+    renameSync(path, moved);
+    count += await appendMegabytes(log, 4);
+    // The thread fails on its own while this one appends; wait for its word, then commit once more.
+    const deadline = Date.now() + 10_000;
+    while (log.checkpoints === "thread" && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(log.checkpoints).toBe("inline");
+    // Back under its name: SQLite finds a file's WAL by the file's name when the last
+    // connection closes (a file renamed while open leaves its WAL behind, thread or none).
+    renameSync(moved, path);
+    const walBefore = statSync(`${path}-wal`).size;
+    count += await appendMegabytes(log, 8);
+    // SQLite's own checkpoints are on again: 8 MB more fill no more than the WAL's usual 4 MB past what it held.
+    expect(statSync(`${path}-wal`).size).toBeLessThan(walBefore + 6 * 2 ** 20);
+    expect(await log.lastSeq()).toBe(count);
+    await log.close();
     const reopened = await openSqliteLog(path, { create: false });
     expect(await reopened.lastSeq()).toBe(count);
     expect(reopened.integrityCheck()).toBe("ok");
