@@ -3,12 +3,14 @@
  * Markdown file leads somewhere, every document a file cites exists, and so does every
  * section it cites by name (the README's were moved into docs/), the layout version
  * `docs/architecture.md` states is the migrations' newest, the README's command table
- * names the commands `turnfold --help` lists, and its layout names every folder of `src/`.
+ * names the commands `turnfold --help` lists, its layout names every folder of `src/`, and
+ * the Secrets table of docs/library.md names every default redaction rule (issue 58).
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { migrations } from "../src/events/migrations.js";
+import { defaultRuleNames } from "../src/events/redaction-rules.js";
 import { cli } from "./support/cli.js";
 
 const root = join(import.meta.dirname, "..");
@@ -91,5 +93,13 @@ describe("docs that cannot drift", () => {
     const layout = readme.slice(readme.indexOf("## Layout"));
     const folders = readdirSync(join(root, "src")).filter((name) => statSync(join(root, "src", name)).isDirectory());
     expect(folders.filter((folder) => !new RegExp(`^src/${folder}\\b`, "m").test(layout))).toEqual([]);
+  });
+
+  it("the Secrets table of docs/library.md names every default redaction rule, as turnfold scan and the bench count hits under it", () => {
+    const library = read("docs/library.md");
+    const section = library.slice(library.indexOf("### Secrets"));
+    const table = section.slice(0, section.search(/\n#{2,3} /)).split("\n").filter((line) => line.startsWith("| `"));
+    const named = new Set(table.flatMap((row) => [...row.split("|")[1]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!)));
+    expect(defaultRuleNames.filter((name) => !named.has(name))).toEqual([]);
   });
 });
