@@ -224,12 +224,17 @@ export class WalThread {
     this.#worker = worker;
     this.#state = state;
     this.#active = true;
-    this.#exited = new Promise((resolve) => worker.once("exit", () => resolve()));
-    // A thread that could not start (or failed) hands checkpoints back, as its shared
-    // flag says at the next commit. Whatever failed there fails the handle's own next
-    // write, in its own words.
+    // A thread that could not start (or failed) hands checkpoints back: at its exit, or
+    // sooner at the next commit, which reads its shared flag. Whatever failed there fails
+    // the handle's own next write, in its own words. An error ends the thread, so its exit
+    // follows; the listener keeps it from being thrown in this thread.
     worker.once("error", () => this.#handBack());
-    worker.once("exit", () => this.#handBack());
+    this.#exited = new Promise((resolve) =>
+      worker.once("exit", () => {
+        this.#handBack();
+        resolve();
+      }),
+    );
   }
 
   #handBack(): void {
