@@ -42,7 +42,7 @@ describe("checkpoints on a second thread", () => {
   it("a handle that has written a few megabytes hands checkpoints to a thread, which copies pages into the file while the writer's thread is blocked", async () => {
     const path = fresh();
     const log = await openSqliteLog(path);
-    await appendMegabytes(log, 1);
+    await appendMegabytes(log, 0.25);
     expect(log.checkpoints).toBe("inline");
     await appendMegabytes(log, 5);
     expect(log.checkpoints).toBe("thread");
@@ -58,6 +58,26 @@ describe("checkpoints on a second thread", () => {
     }
     expect(grew).toBe(true);
     await log.close();
+  });
+
+  it("the thread takes over before SQLite's first checkpoint of its own: no commit of the handle copies pages into the file", async () => {
+    // Exits with long outputs, and small ones, whose commits carry more index pages for their bytes.
+    const shapes: [string, number][] = [["long outputs", 1000], ["short outputs", 10]];
+    for (const [shape, length] of shapes) {
+      const path = fresh();
+      const log = await openSqliteLog(path);
+      const empty = statSync(path).size;
+      let written = 0;
+      for (let i = 0; log.checkpoints === "inline"; i++) {
+        // Only a checkpoint writes pages into the main file; the thread's come after it started.
+        expect(statSync(path).size, `${shape}: the file grew while checkpoints were inline, after ${written} bytes of bodies`).toBe(empty);
+        expect(written, `${shape}: no thread after ${written} bytes of bodies`).toBeLessThan(8 * 2 ** 20);
+        const events: TurnfoldEvent[] = Array.from({ length: 500 }, () => ({ type: "process.exited", at: 1, process: `p${processes++}`, owner: "s1", exitCode: 0, reason: "exited", output: "y".repeat(length) }));
+        await log.append(events);
+        written += events.reduce((sum, event) => sum + JSON.stringify(event).length, 0);
+      }
+      await log.close();
+    }
   });
 
   it("the WAL file stays bounded while a writer appends without a pause, and a close leaves none behind, with every row in place", async () => {
@@ -82,7 +102,8 @@ describe("checkpoints on a second thread", () => {
   it("a thread that cannot open the file hands checkpoints back: the handle copies the WAL inline again and loses nothing", async () => {
     const path = fresh();
     const log = await openSqliteLog(path);
-    let count = await appendMegabytes(log, 1);
+    let count = await appendMegabytes(log, 0.25);
+    expect(log.checkpoints).toBe("inline");
     // The handle keeps its open file; a thread started now finds no file by that name.
     const moved = `${path}.moved`;
     renameSync(path, moved);

@@ -7,7 +7,7 @@
  * the writer's time, and with the subject index each commit carries more pages to copy
  * (docs/performance.md, "Checkpoints on a second thread").
  *
- * A handle that has written a few megabytes starts a worker thread with a connection of
+ * A handle that has written a megabyte starts a worker thread with a connection of
  * its own to the same file. From then on the handle's commits no longer checkpoint: after
  * each one it tells the worker how many bytes it wrote, and the worker runs a PASSIVE
  * checkpoint (which waits for no reader and no writer) every `everyBytes`. Appends then
@@ -26,8 +26,15 @@ import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import type Database from "better-sqlite3";
 
-/** Bytes a handle writes before it starts the thread: about what takes SQLite's WAL to its first checkpoint. */
-export const startAfterBytes = 4 << 20;
+/**
+ * Bytes of bodies a handle writes before it starts the thread: a quarter of the 4 MB WAL
+ * (1,000 pages) at which SQLite runs its first checkpoint of its own, inside a commit. The
+ * pages of a commit come to more than its bodies (the log's indexes): about 1.45 times on
+ * the bench's exits, 2.5 times on exits of ten characters of output. A threshold of 4 MB
+ * let that first checkpoint run inline in every writer of more than 3 MB, and cost the
+ * bench's append row about a tenth of its rate (docs/performance.md).
+ */
+export const startAfterBytes = 1 << 20;
 /** Bytes between two checkpoints of the thread. */
 const everyBytes = 512 << 10;
 /**
