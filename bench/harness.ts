@@ -20,13 +20,22 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-/** Runs `a` and `b` alternately `rounds` times; returns the median of each. */
-export async function interleaved(rounds: number, a: () => Promise<number> | number, b: () => Promise<number> | number) {
+/**
+ * Runs `a` and `b` alternately `rounds` times; returns the median of each. With
+ * `alternate`, every other round runs `b` first (a, b, b, a, a, b …), so that neither side
+ * always runs straight after the other.
+ */
+export async function interleaved(rounds: number, a: () => Promise<number> | number, b: () => Promise<number> | number, options: { readonly alternate?: boolean } = {}) {
   const as: number[] = [];
   const bs: number[] = [];
   for (let i = 0; i < rounds; i++) {
-    as.push(await a());
-    bs.push(await b());
+    if (options.alternate === true && i % 2 === 1) {
+      bs.push(await b());
+      as.push(await a());
+    } else {
+      as.push(await a());
+      bs.push(await b());
+    }
   }
   return { a: median(as), b: median(bs) };
 }
