@@ -80,6 +80,27 @@ describe("checkpoints on a second thread", () => {
     }
   });
 
+  it("a handle that commits once starts no thread, however much the commit holds: the thread helps only the commits after it", async () => {
+    const log = await openSqliteLog(fresh());
+    // About 3.3 MB in one transaction, as `import` appends.
+    await log.transact(async (tx) => {
+      for (let i = 0; i < 6; i++) await tx.append(batch());
+    });
+    expect(log.checkpoints).toBe("inline");
+    await log.close();
+  });
+
+  it("a handle that writes slowly keeps SQLite's own checkpoints: the thread would cost it memory and win it nothing", async () => {
+    const log = await openSqliteLog(fresh());
+    // 100 KB a commit, about 1 MB a second: 1.5 MB in all, never 1 MB within half a second.
+    for (let i = 0; i < 15; i++) {
+      await log.append(Array.from({ length: 100 }, () => ({ type: "process.exited", at: 1, process: `p${processes++}`, owner: "s1", exitCode: 0, reason: "exited", output })));
+      await new Promise((resolve) => setTimeout(resolve, 110));
+    }
+    expect(log.checkpoints).toBe("inline");
+    await log.close();
+  });
+
   it("the WAL file stays bounded while a writer appends without a pause, and a close leaves none behind, with every row in place", async () => {
     const path = fresh();
     const log = await openSqliteLog(path);

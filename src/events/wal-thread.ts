@@ -7,14 +7,15 @@
  * the writer's time, and with the subject index each commit carries more pages to copy
  * (docs/performance.md, "Checkpoints on a second thread").
  *
- * A handle that has written a megabyte starts a worker thread with a connection of
- * its own to the same file. From then on the handle's commits no longer checkpoint: after
+ * A handle that commits a megabyte within half a second starts a worker thread with a
+ * connection of its own to the same file. From then on the handle's commits no longer checkpoint: after
  * each one it tells the worker how many bytes it wrote, and the worker runs a PASSIVE
  * checkpoint (which waits for no reader and no writer) every `everyBytes`. Appends then
  * go on while the pages of the ones before are copied.
  *
  * Bounded in every direction:
- * - A short-lived writer (a hook, one `append`) never writes enough to start the thread.
+ * - A short-lived writer (a hook, one `append`) never writes enough to start the thread,
+ *   and neither does one that commits once or slowly (`startWithinMs`).
  * - Every `restartBytes` the handle copies what is left itself, so that the WAL file starts
  *   over and the thread is never far behind.
  * - A worker that cannot open the file, or fails, ends; the handle checkpoints as SQLite
@@ -27,14 +28,24 @@ import { Worker } from "node:worker_threads";
 import type Database from "better-sqlite3";
 
 /**
- * Bytes of bodies a handle writes before it starts the thread: a quarter of the 4 MB WAL
- * (1,000 pages) at which SQLite runs its first checkpoint of its own, inside a commit. The
- * pages of a commit come to more than its bodies (the log's indexes): about 1.45 times on
- * the bench's exits, 2.5 times on exits of ten characters of output. A threshold of 4 MB
- * let that first checkpoint run inline in every writer of more than 3 MB, and cost the
- * bench's append row about a tenth of its rate (docs/performance.md).
+ * Bytes of bodies a handle commits within `startWithinMs` of an earlier commit of its own
+ * before it starts the thread: a quarter of the 4 MB WAL (1,000 pages) at which SQLite runs
+ * its first checkpoint of its own, inside a commit. The pages of a commit come to more than its bodies (the log's
+ * indexes): about 1.45 times on the bench's exits, 2.5 times on exits of ten characters of
+ * output. A threshold of 4 MB let that first checkpoint run inline in every writer of more
+ * than 3 MB, and cost the bench's append row about a tenth of its rate (docs/performance.md).
  */
 export const startAfterBytes = 1 << 20;
+/**
+ * The thread costs a process about 10 MB (a bare worker thread's) for good, and helps only
+ * the commits after it starts: it pays for a writer that commits again and again, fast,
+ * whose checkpoints are a share of its time worth having back. The bytes are counted from
+ * a commit on (its own not counted) and start over when this much time has passed: a
+ * writer that commits once (`import` appends everything in one transaction: 2.2 MB for
+ * 2,200 Claude Code sessions, which took as long with a thread and 7–11 MB more memory),
+ * or slowly, keeps SQLite's own checkpoints.
+ */
+export const startWithinMs = 500;
 /** Bytes between two checkpoints of the thread. */
 const everyBytes = 512 << 10;
 /**
@@ -126,7 +137,9 @@ export class WalThread {
   /** Set once a thread was started: a handle starts at most one, and after a failure goes on as SQLite does. */
   #started = false;
   #stopped = false;
+  /** Bytes committed after the commit at `#countingSince` (ms, `performance.now()`), while no thread was started. */
   #written = 0;
+  #countingSince: number | undefined;
   /** Bytes committed since the handle last checkpointed itself. */
   #sinceOwn = 0;
   /** SQLite's own setting, given back when the thread ends. */
@@ -149,8 +162,7 @@ export class WalThread {
   committed(bytes: number): void {
     this.#restoreSetting();
     if (bytes <= 0) return;
-    this.#written += bytes;
-    if (!this.#started && this.#written >= startAfterBytes) this.#start();
+    if (!this.#started) this.#count(bytes);
     if (!this.#check()) return;
     const state = this.#state!;
     // This commit began the WAL over, if it could: the thread may copy again.
@@ -170,6 +182,18 @@ export class WalThread {
     } else {
       Atomics.store(state, Slot.Hold, 0);
     }
+  }
+
+  /** Counts a commit toward the thread's start: `startAfterBytes` within `startWithinMs` of an earlier commit, or counting starts over from this one. */
+  #count(bytes: number): void {
+    const now = performance.now();
+    if (this.#countingSince === undefined || now - this.#countingSince > startWithinMs) {
+      this.#countingSince = now;
+      this.#written = 0;
+      return;
+    }
+    this.#written += bytes;
+    if (this.#written >= startAfterBytes) this.#start();
   }
 
   /**
