@@ -380,8 +380,8 @@ export class SqliteLog implements EventStore {
 
   /**
    * Where this handle's commits are copied back from the WAL into the file: "inline"
-   * (inside its commits, SQLite's default) until it commits a megabyte within half a second, then
-   * "thread" (a second thread of its own; wal-thread.ts).
+   * (inside its commits, SQLite's default) until it commits a megabyte within half a
+   * second, then "thread" (a second thread of its own; wal-thread.ts).
    */
   get checkpoints(): "inline" | "thread" {
     return this.#walThread.mode;

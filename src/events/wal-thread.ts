@@ -8,10 +8,10 @@
  * (docs/performance.md, "Checkpoints on a second thread").
  *
  * A handle that commits a megabyte within half a second starts a worker thread with a
- * connection of its own to the same file. From then on the handle's commits no longer checkpoint: after
- * each one it tells the worker how many bytes it wrote, and the worker runs a PASSIVE
- * checkpoint (which waits for no reader and no writer) every `everyBytes`. Appends then
- * go on while the pages of the ones before are copied.
+ * connection of its own to the same file. From then on the handle's commits no longer
+ * checkpoint: after each one it tells the worker how many bytes it wrote, and the worker
+ * runs a PASSIVE checkpoint (which waits for no reader and no writer) every `everyBytes`.
+ * Appends then go on while the pages of the ones before are copied.
  *
  * Bounded in every direction:
  * - A short-lived writer (a hook, one `append`) never writes enough to start the thread,
@@ -30,10 +30,11 @@ import type Database from "better-sqlite3";
 /**
  * Bytes of bodies a handle commits within `startWithinMs` of an earlier commit of its own
  * before it starts the thread: a quarter of the 4 MB WAL (1,000 pages) at which SQLite runs
- * its first checkpoint of its own, inside a commit. The pages of a commit come to more than its bodies (the log's
- * indexes): about 1.45 times on the bench's exits, 2.5 times on exits of ten characters of
- * output. A threshold of 4 MB let that first checkpoint run inline in every writer of more
- * than 3 MB, and cost the bench's append row about a tenth of its rate (docs/performance.md).
+ * its first checkpoint of its own, inside a commit. The pages of a commit come to more
+ * than its bodies (the log's indexes): about 1.45 times on the bench's exits, 2.5 times
+ * on exits of ten characters of output. A threshold of 4 MB let that first checkpoint run
+ * inline in every writer of more than 3 MB, and cost the bench's append row about a tenth
+ * of its rate (docs/performance.md).
  */
 export const startAfterBytes = 1 << 20;
 /**
