@@ -19,9 +19,9 @@ const fresh = () => join(dir, `wal-${n++}.sqlite`);
 
 const output = "z".repeat(1000);
 let processes = 0;
-/** About 550 KB of stored bodies, past what the thread copies at a time: 500 exits, each of a process of its own. */
-function batch(): TurnfoldEvent[] {
-  return Array.from({ length: 500 }, () => ({ type: "process.exited", at: 1, process: `p${processes++}`, owner: "s1", exitCode: 0, reason: "exited", output }));
+/** Exits, each of a process of its own; by default about 550 KB of stored bodies, past what the thread copies at a time. */
+function batch(count = 500, text = output): TurnfoldEvent[] {
+  return Array.from({ length: count }, () => ({ type: "process.exited", at: 1, process: `p${processes++}`, owner: "s1", exitCode: 0, reason: "exited", output: text }));
 }
 
 /** Appends batches until about `megabytes` are stored; returns how many events it appended. */
@@ -72,7 +72,7 @@ describe("checkpoints on a second thread", () => {
         // Only a checkpoint writes pages into the main file; the thread's come after it started.
         expect(statSync(path).size, `${shape}: the file grew while checkpoints were inline, after ${written} bytes of bodies`).toBe(empty);
         expect(written, `${shape}: no thread after ${written} bytes of bodies`).toBeLessThan(8 * 2 ** 20);
-        const events: TurnfoldEvent[] = Array.from({ length: 500 }, () => ({ type: "process.exited", at: 1, process: `p${processes++}`, owner: "s1", exitCode: 0, reason: "exited", output: "y".repeat(length) }));
+        const events = batch(500, "y".repeat(length));
         await log.append(events);
         written += events.reduce((sum, event) => sum + JSON.stringify(event).length, 0);
       }
@@ -94,7 +94,7 @@ describe("checkpoints on a second thread", () => {
     const log = await openSqliteLog(fresh());
     // 100 KB a commit, about 1 MB a second: 1.5 MB in all, never 1 MB within half a second.
     for (let i = 0; i < 15; i++) {
-      await log.append(Array.from({ length: 100 }, () => ({ type: "process.exited", at: 1, process: `p${processes++}`, owner: "s1", exitCode: 0, reason: "exited", output })));
+      await log.append(batch(100));
       await new Promise((resolve) => setTimeout(resolve, 110));
     }
     expect(log.checkpoints).toBe("inline");

@@ -125,7 +125,7 @@ const driverPath = (() => {
   }
 })();
 
-/** One log handle's checkpoints: SQLite's own until the handle has written `startAfterBytes`, then the thread's. */
+/** One log handle's checkpoints: SQLite's own until the handle commits `startAfterBytes` within `startWithinMs`, then the thread's. */
 export class WalThread {
   readonly #db: Database.Database;
   #worker: Worker | undefined;
