@@ -3,7 +3,7 @@
  * output changed, each rule's hits, and what the rules cost on build output against the
  * rules turnfold had before them (measured in the same run).
  */
-import { createRedactor, defaultRuleNames, redacted, type RedactionRule } from "../src/events/redact.js";
+import { createRedactor, defaultRuleNames, redactEvent, redacted, type RedactionRule } from "../src/events/redact.js";
 import { countByRule, scanText } from "../src/events/scan.js";
 import { benignCorpus, secretCorpus } from "../src/testing/secret-corpus.js";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -52,6 +52,20 @@ function throughput(redact: (text: string) => string, texts: readonly string[]):
   return redacted / seconds / 1e6;
 }
 
+/**
+ * Microseconds an event that `redactEvent` takes (what a log's append calls for each event)
+ * over the append row's 30,000 completions, a fresh copy from JSON each round.
+ */
+function redactedPerEvent(redact: Redactor): number {
+  const events = JSON.parse(JSON.stringify(Array.from({ length: 30_000 }, (_, i) => exited(i)))) as object[];
+  const start = performance.now();
+  let changed = 0;
+  for (const event of events) if (redactEvent(event, redact) !== event) changed++;
+  const micros = ((performance.now() - start) * 1000) / events.length;
+  if (changed !== 0) throw new Error(`the bench's completions hold no secret, yet ${changed} were changed`);
+  return micros;
+}
+
 /** SQLite appends of 30 batches of 1,000 completions with the given redactor, in events/s, to the end of the close (as the append row is timed). */
 async function appendWith(dir: string, name: string, redact: Redactor): Promise<number> {
   const batches = Array.from({ length: 30 }, (_, b) => Array.from({ length: 1000 }, (_, i) => exited(b * 1000 + i)));
@@ -78,11 +92,15 @@ export async function redactionBench(): Promise<Row[]> {
   const onBuild = await interleaved(5, () => throughput(redact, benignCorpus), () => throughput(earlier, benignCorpus));
   const dir = mkdtempSync(join(tmpdir(), "turnfold-bench-redaction-"));
   let round = 0;
-  // The two sides differ by about 0.05 µs of a 7.5 µs append (the redactors alone, on these
-  // events), and 7 rounds of each read anywhere from 0.85 to 1.15 on this 2-core machine,
-  // on both sides of the goal; 21 rounds, in alternating order, read 0.92–1.03
-  // (docs/performance.md, "The rules' append row, measured long enough").
-  const appends = await interleaved(21, () => appendWith(dir, `now-${round++}`, redact), () => appendWith(dir, `earlier-${round++}`, earlier), { alternate: true }).finally(() => rmSync(dir, { recursive: true, force: true }));
+  // Appends through two logs that differ only in their rules: a pair of rounds differs by
+  // up to 25% on this 2-core machine, and 21 rounds a side read 0.92–1.03 with the same
+  // code. What the rules cost an append is measured where it can be told apart: the
+  // redactor's own time on the same events, each side, against the append's time an event
+  // (docs/performance.md, "What the rules cost an append, measured where it shows").
+  const appends = await interleaved(11, () => appendWith(dir, `now-${round++}`, redact), () => appendWith(dir, `earlier-${round++}`, earlier), { alternate: true }).finally(() => rmSync(dir, { recursive: true, force: true }));
+  const perEvent = await interleaved(11, () => redactedPerEvent(redact), () => redactedPerEvent(earlier), { alternate: true });
+  const appendMicros = 1e6 / appends.a;
+  const kept = (appendMicros - (perEvent.a - perEvent.b)) / appendMicros;
   return [
     { name: "redaction: secret corpus caught (recall)", value: fmt(recall), baseline: `${corpus.length} lines`, ratio: undefined, target: "≥ 0.98", pass: recall >= 0.98 },
     { name: "redaction: build-output lines changed", value: fmt(benignShare), baseline: `${benignCorpus.length} lines`, ratio: undefined, target: "≤ 0.01", pass: benignShare <= 0.01 },
@@ -96,7 +114,15 @@ export async function redactionBench(): Promise<Row[]> {
     },
     { name: "redaction: exit tails of a test run (MB/s)", value: fmt(onTails.a), baseline: `${fmt(onTails.b)} with the earlier rules`, ratio: onTails.a / onTails.b, target: "reported", pass: undefined },
     { name: "redaction: build output (MB/s)", value: fmt(onBuild.a), baseline: `${fmt(onBuild.b)} with the earlier rules`, ratio: onBuild.a / onBuild.b, target: "reported", pass: undefined },
-    // Issue 58: the new rules may not cost the append path what the subject index is to win back (issue 59).
-    { name: "append, batches of 1000, these rules (events/s)", value: fmt(appends.a), baseline: `${fmt(appends.b)} with the earlier rules`, ratio: appends.a / appends.b, target: "ratio ≥ 0.95", pass: appends.a / appends.b >= 0.95 },
+    { name: "append, batches of 1000, these rules (events/s)", value: fmt(appends.a), baseline: `${fmt(appends.b)} with the earlier rules`, ratio: appends.a / appends.b, target: "reported", pass: undefined },
+    // Issue 58: the new rules keep the append path's speed: what they add to an append is at most a twentieth of it.
+    {
+      name: "append: speed kept with these rules (redactor µs an event, of the append's)",
+      value: `${fmt(perEvent.a)} µs of ${fmt(appendMicros)} µs`,
+      baseline: `${fmt(perEvent.b)} µs with the earlier rules`,
+      ratio: kept,
+      target: "ratio ≥ 0.95",
+      pass: kept >= 0.95,
+    },
   ];
 }
