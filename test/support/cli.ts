@@ -10,9 +10,17 @@ export interface CliResult {
   readonly stderr: string;
 }
 
+/**
+ * Root reads and writes a file whatever its mode. With `modesHold`, a command run as root
+ * runs without the two capabilities that allow that (`setpriv`, util-linux), so a folder
+ * of mode 000 or 500 stops it as it stops any user. Other users run it as themselves.
+ */
+const modeBlind = ["--bounding-set=-dac_override,-dac_read_search", "--"];
+
 /** Runs the real `turnfold` command (from source) in a child process. */
-export function cli(args: readonly string[], options: { cwd?: string; input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): CliResult {
-  const result = spawnSync(process.execPath, [cliEntry, ...args], {
+export function cli(args: readonly string[], options: { cwd?: string; input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; modesHold?: boolean } = {}): CliResult {
+  const asRoot = options.modesHold === true && process.getuid?.() === 0;
+  const result = spawnSync(asRoot ? "setpriv" : process.execPath, [...(asRoot ? [...modeBlind, process.execPath] : []), cliEntry, ...args], {
     cwd: options.cwd,
     // A command that should stop at once but runs on (a server that started) is killed, and its code is null.
     ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
@@ -21,6 +29,7 @@ export function cli(args: readonly string[], options: { cwd?: string; input?: st
     maxBuffer: 1 << 30,
     env: { ...process.env, NO_COLOR: "1", ...options.env },
   });
+  if (asRoot && result.error) throw new Error(`setpriv (util-linux) is needed to run a command as root with folder modes holding: ${result.error.message}`);
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
