@@ -15,12 +15,12 @@ export interface CliResult {
  * runs without the two capabilities that allow that (`setpriv`, util-linux), so a folder
  * of mode 000 or 500 stops it as it stops any user. Other users run it as themselves.
  */
-const modeBlind = ["--bounding-set=-dac_override,-dac_read_search", "--"];
+const withoutOverride = ["--bounding-set=-dac_override,-dac_read_search", "--"];
 
 /** Runs the real `turnfold` command (from source) in a child process. */
 export function cli(args: readonly string[], options: { cwd?: string; input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; modesHold?: boolean } = {}): CliResult {
   const asRoot = options.modesHold === true && process.getuid?.() === 0;
-  const result = spawnSync(asRoot ? "setpriv" : process.execPath, [...(asRoot ? [...modeBlind, process.execPath] : []), cliEntry, ...args], {
+  const result = spawnSync(asRoot ? "setpriv" : process.execPath, [...(asRoot ? [...withoutOverride, process.execPath] : []), cliEntry, ...args], {
     cwd: options.cwd,
     // A command that should stop at once but runs on (a server that started) is killed, and its code is null.
     ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
