@@ -1,7 +1,7 @@
 /**
  * The redaction rules (issue 58): recall on the secret corpus, lines of ordinary build
- * output changed, each rule's hits, and what the rules cost on build output against the
- * rules turnfold had before them (measured in the same run).
+ * output changed, each rule's hits, and what the rules cost on test and build output and
+ * on an append, against the rules turnfold had before them (measured in the same run).
  */
 import { createRedactor, defaultRuleNames, redactEvent, redacted, type RedactionRule } from "../src/events/redact.js";
 import { countByRule, scanText } from "../src/events/scan.js";
