@@ -4,8 +4,9 @@
  * SQLite log, then `replay` and `explain` of what was imported; and bad input, which leaves
  * the log as it was.
  */
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { randomUUID } from "node:crypto";
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readAll } from "../src/events/log.js";
 import { openLog } from "../src/open.js";
@@ -122,5 +123,50 @@ describe("turnfold audit claude-code", () => {
     expect(lines).toHaveLength(1 + 10 + 1);
     expect(lines.at(-1)).toMatch(/^total \(11 sessions\)\s+11\s+10\s+1\s+7\s/);
     expect(result.stderr).toMatch(/1 session with no background task and no notification left out of the table/);
+  });
+});
+
+/**
+ * A projects folder of `copies` × the fixtures' sessions, each copy under session ids of
+ * its own (the ids in the transcript changed with it), so an import takes every one.
+ */
+function manySessions(copies: number): string {
+  const folder = fresh("many");
+  for (let c = 0; c < copies; c++) {
+    const project = join(folder, `-home-user-project-${c}`);
+    mkdirSync(project);
+    for (const scenario of readdirSync(fixtures)) {
+      for (const name of readdirSync(join(fixtures, scenario)).filter((n) => n.endsWith(".jsonl"))) {
+        const id = basename(name, ".jsonl");
+        const copy = randomUUID();
+        writeFileSync(join(project, `${copy}.jsonl`), readFileSync(join(fixtures, scenario, name), "utf8").replaceAll(id, copy));
+        if (existsSync(join(fixtures, scenario, id))) cpSync(join(fixtures, scenario, id), join(project, copy), { recursive: true });
+      }
+    }
+  }
+  return folder;
+}
+
+describe("import and audit over a large folder: V8's young generation stays at its first size", () => {
+  // 110 sessions: enough for V8, left to itself, to grow the young generation to 32 MB.
+  const folder = manySessions(10);
+  const probe = join(fresh("probe"), "young.mjs");
+  writeFileSync(probe, `import v8 from "node:v8";\nprocess.on("exit", () => process.stderr.write("young-generation-bytes " + v8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space").space_size + "\\n"));\n`);
+  const youngBytes = (args: string[], nodeOptions: string) => {
+    const result = cli(args, { env: { NODE_OPTIONS: `${nodeOptions} --import ${probe}` } });
+    expect(result.code, result.stderr).toBe(0);
+    return Number(/young-generation-bytes (\d+)/.exec(result.stderr)?.[1]);
+  };
+
+  it.each([
+    ["import", () => ["import", "--from", "claude-code", folder, "--db", join(fresh("young"), "log.sqlite")]],
+    ["audit", () => ["audit", "claude-code", folder, "--json"]],
+  ])("%s: at most 4 MB, where it grew to 32 MB (every page of it resident) before", (_name, args) => {
+    expect(youngBytes(args(), "")).toBeLessThanOrEqual(4 << 20);
+  });
+
+  it("a young-generation size given to node itself wins", () => {
+    const args = ["import", "--from", "claude-code", folder, "--db", join(fresh("young"), "log.sqlite")];
+    expect(youngBytes(args, "--max-semi-space-size=32")).toBeGreaterThan(4 << 20);
   });
 });
