@@ -64,10 +64,10 @@ const named = commands.find((c) => c.names.includes(first));
 // `import` and `audit` read a file or a folder piece by piece and keep little of each
 // piece. As a run goes on, V8 lets its young generation grow from 2 MB to 32 MB, and
 // every page of it stays resident once touched: an import of 2,200 host sessions peaked
-// 34 MB above one of 220 with the same live state (docs/performance.md). Kept at its
-// first size, the young generation cost these two commands no time; it made `replay`
-// take half again as long, so only they ask for it. A young-generation flag given to node
-// itself, on its command line or in NODE_OPTIONS, still wins.
+// at 112–114 MB, one of 220 at 87–90 MB, with the same live state (docs/performance.md).
+// Kept at its first size, the young generation cost these two commands no time; it made
+// `replay` take half again as long, so only they ask for it. A young-generation flag given
+// to node itself, on its command line or in NODE_OPTIONS, still wins.
 if (named?.smallYoungGeneration === true && !youngGenerationChosen()) {
   try {
     setFlagsFromString("--semi-space-growth-factor=1");
@@ -81,6 +81,7 @@ function youngGenerationChosen(): boolean {
   const given = [...process.execArgv, ...(process.env["NODE_OPTIONS"] ?? "").split(/\s+/)];
   return given.some((arg) => /^--(?:max-semi-space-size|min-semi-space-size|semi-space-growth-factor)(?:=|$)/.test(arg.replaceAll("_", "-")));
 }
+
 // `--version` needs no command at all; help and anything unknown need every one.
 const version = process.argv.length === 3 && (first === "--version" || first === "-V");
 if (!version) for (const command of named !== undefined ? [named] : commands) (await command.load())(program);
