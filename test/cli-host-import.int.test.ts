@@ -12,6 +12,7 @@ import { readAll } from "../src/events/log.js";
 import { openLog } from "../src/open.js";
 import { cli } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";
+import { youngGenerationBytes, youngGenerationProbe } from "./support/young-generation.js";
 
 const fixtures = join(import.meta.dirname, "fixtures", "claude-code");
 /** A new folder for one case, inside one that goes when the file's tests are done. */
@@ -150,12 +151,11 @@ function manySessions(copies: number): string {
 describe("import and audit over a large folder: V8's young generation stays at its first size", () => {
   // 110 sessions: enough for V8, left to itself, to grow the young generation to 32 MB.
   const folder = manySessions(10);
-  const probe = join(fresh("probe"), "young.mjs");
-  writeFileSync(probe, `import v8 from "node:v8";\nprocess.on("exit", () => process.stderr.write("young-generation-bytes " + v8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space").space_size + "\\n"));\n`);
+  const probe = youngGenerationProbe(fresh("probe"));
   const youngBytes = (args: string[], nodeOptions: string) => {
-    const result = cli(args, { env: { NODE_OPTIONS: `${nodeOptions} --import ${probe}` } });
+    const result = cli(args, { env: { NODE_OPTIONS: `${nodeOptions} ${probe}` } });
     expect(result.code, result.stderr).toBe(0);
-    return Number(/young-generation-bytes (\d+)/.exec(result.stderr)?.[1]);
+    return youngGenerationBytes(result.stderr);
   };
 
   it.each([

@@ -16,6 +16,7 @@ import { fifo, running, startMcp, textOf, type McpHarness } from "./support/mcp.
 import { testDatabase } from "./support/postgres.js";
 import { tempDir } from "./support/tmp.js";
 import { atLength } from "./support/soak.js";
+import { youngGenerationBytes, youngGenerationProbe } from "./support/young-generation.js";
 
 const dir = tempDir("turnfold-mcp-");
 let n = 0;
@@ -455,5 +456,20 @@ describe("what a server leaves in the state folder", () => {
     expect(running(s.pid)).toBe(false);
     await s.close();
     expect(readdirSync(spool)).toEqual([]);
+  });
+});
+
+describe("what a server holds", () => {
+  it("its young generation stays at its first size: at most 4 MB after ten children of 20,000 lines each (V8 grew it to 16 MB, every page resident, before)", { timeout: 90_000 }, async () => {
+    const at = place();
+    const s = await startMcp({ db: at.db, stateHome: at.stateHome, push: "channel", env: { NODE_OPTIONS: youngGenerationProbe(dir) } });
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) ids.push(await started(s, "seq 1 20000"));
+    for (const id of ids) await s.note((note) => note.members.includes(id), 30_000);
+    // Ended as a host ends it, so that it exits normally and the probe says what it saw.
+    process.kill(s.pid, "SIGTERM");
+    for (const end = Date.now() + 60_000; running(s.pid) && Date.now() < end; ) await sleep(50);
+    await s.close();
+    expect(youngGenerationBytes(s.stderr())).toBeLessThanOrEqual(4 << 20);
   });
 });

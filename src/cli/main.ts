@@ -25,7 +25,7 @@ const commands: readonly { readonly names: readonly string[]; readonly load: () 
   { names: ["run", "serve"], load: async () => (await import("./serve.js")).runCommands },
   { names: ["scan"], load: async () => (await import("./scan.js")).scanCommand },
   { names: ["conform"], load: async () => (await import("./conform.js")).conformCommand },
-  { names: ["mcp"], load: async () => (await import("./mcp.js")).mcpCommand },
+  { names: ["mcp"], load: async () => (await import("./mcp.js")).mcpCommand, smallYoungGeneration: true },
   { names: ["hook"], load: async () => (await import("./hook.js")).hookCommands },
   { names: ["capture"], load: async () => (await import("./capture.js")).captureCommand },
   { names: ["install", "uninstall", "doctor"], load: async () => (await import("./install.js")).installCommands },
@@ -61,13 +61,15 @@ function withoutOptionValues(text: string): string {
 const first = process.argv[2] ?? "";
 const named = commands.find((c) => c.names.includes(first));
 
-// `import` and `audit` read a file or a folder piece by piece and keep little of each
-// piece. As a run goes on, V8 lets its young generation grow from 2 MB to 32 MB, and
-// every page of it stays resident once touched: an import of 2,200 host sessions peaked
-// at 112–114 MB, one of 220 at 87–90 MB, with the same live state (docs/performance.md).
-// Kept at its first size, the young generation cost these two commands no time; it made
-// `replay` take half again as long, so only they ask for it. A young-generation flag given
-// to node itself, on its command line or in NODE_OPTIONS, still wins.
+// As a run goes on, V8 lets its young generation grow from 2 MB to 32 MB, and every page
+// of it stays resident once touched. `import` and `audit` read a file or a folder piece by
+// piece and keep little of each piece: an import of 2,200 host sessions peaked at 112–114
+// MB, one of 220 at 87–90 MB, with the same live state. `mcp` runs once per agent
+// conversation for as long as it lasts: after 200 children it held 63–65 MB of its own
+// memory, 37–40 MB with the young generation at its first size (docs/performance.md).
+// That cost these three no time, measured; it made `replay` take half again as long, so
+// only they ask for it. A young-generation flag given to node itself, on its command line
+// or in NODE_OPTIONS, still wins.
 if (named?.smallYoungGeneration === true && !youngGenerationChosen()) {
   try {
     setFlagsFromString("--semi-space-growth-factor=1");
