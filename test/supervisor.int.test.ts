@@ -1,5 +1,7 @@
 /** The supervisor with real shell children and a real SQLite log (R20–R22). */
+import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Stored } from "../src/events/index.js";
@@ -303,5 +305,38 @@ describe("a log that is unreachable for a while (a database restart)", () => {
     expect((await readAll(log)).map((e) => e.type)).toEqual(["process.started", "process.exited"]);
     expect(told).toHaveLength(3);
     await finish(log, supervisor);
+  });
+});
+
+describe("what a supervisor keeps of a process that ended", () => {
+  // A conversation may run thousands of children: once one has closed, its ChildProcess,
+  // pipes and their buffers go (about 4 KB each), and what is kept is its exit and output.
+  // In a process of its own, with --expose-gc, over the built supervisor: every ChildProcess
+  // made is watched through a WeakRef.
+  it("lets go of each child once it has closed, while its exit and output stay readable", () => {
+    const built = (file: string) => pathToFileURL(join(import.meta.dirname, "..", "dist", "src", file)).href;
+    const script = `
+      import { ChildProcess } from "node:child_process";
+      import { setTimeout as sleep } from "node:timers/promises";
+      import { openLog } from ${JSON.stringify(built("open.js"))};
+      import { Supervisor } from ${JSON.stringify(built("supervisor/supervisor.js"))};
+      const made = [];
+      const spawn = ChildProcess.prototype.spawn;
+      ChildProcess.prototype.spawn = function (...args) { made.push(new WeakRef(this)); return spawn.apply(this, args); };
+      const log = await openLog("memory:", { allowUnaddressed: true });
+      const supervisor = new Supervisor({ log, timers: false });
+      const ids = Array.from({ length: 40 }, (_, i) => supervisor.start({ command: "echo out " + i }));
+      for (const id of ids) await supervisor.exited(id);
+      for (let i = 0; i < 5; i++) { await sleep(20); globalThis.gc(); }
+      const page = await supervisor.log(ids[7]);
+      console.log(JSON.stringify({ made: made.length, alive: made.filter((r) => r.deref() !== undefined).length, listed: supervisor.list().length, pid: supervisor.list()[7].pid, text: page.text }));
+      await supervisor.close();
+      await log.close();
+    `;
+    const run = spawnSync(process.execPath, ["--expose-gc", "--input-type=module", "-e", script], { encoding: "utf8", timeout: 60_000 });
+    expect(run.status, run.stderr).toBe(0);
+    const seen = JSON.parse(run.stdout) as { made: number; alive: number; listed: number; pid: unknown; text: string };
+    expect(seen).toMatchObject({ made: 40, alive: 0, listed: 40, text: "out 7\n" });
+    expect(seen.pid).toEqual(expect.any(Number));
   });
 });

@@ -131,7 +131,9 @@ export interface LogPage {
 
 interface Managed {
   readonly id: string;
-  readonly child: ChildProcess | undefined;
+  /** The running child; let go once it has closed, with its pipes and their buffers (a long session runs thousands). */
+  child: ChildProcess | undefined;
+  readonly pid: number | undefined;
   readonly buffer: OutputBuffer;
   readonly splitters: [LineSplitter, LineSplitter];
   readonly tailChars: number;
@@ -257,10 +259,11 @@ export class Supervisor {
         ...(this.#identity !== undefined ? identityFields(this.#identity, child?.pid) : {}),
       },
     ]);
-    let resolveExit!: (r: ExitResult) => void;
+    const exit = deferred<ExitResult>();
     const managed: Managed = {
       id,
       child,
+      pid: child?.pid,
       buffer: new OutputBuffer(this.#bufferChars),
       splitters: [new LineSplitter(), new LineSplitter()],
       tailChars: options.tailChars ?? 2000,
@@ -276,8 +279,8 @@ export class Supervisor {
       killing: false,
       consumedAtExit: undefined,
       result: undefined,
-      exited: new Promise<ExitResult>((resolve) => (resolveExit = resolve)),
-      resolveExit: (r) => resolveExit(r),
+      exited: exit.promise,
+      resolveExit: exit.resolve,
     };
     this.#processes.set(id, managed);
     if (options.watch?.length) this.#watch.watch(id, options.watch);
@@ -290,12 +293,15 @@ export class Supervisor {
     // `error` without a spawn means it never started (a missing cwd, say); `close` comes
     // after the streams are drained, so the exit event carries all the output.
     child.once("error", (error) => {
-      if (child.pid === undefined) this.#finish(managed, null, "failedStart", error.message);
+      if (child.pid !== undefined) return;
+      this.#finish(managed, null, "failedStart", error.message);
+      managed.child = undefined;
     });
     child.once("close", (code, signal) => {
       for (const which of [0, 1] as const) for (const line of managed.splitters[which].flush()) this.#line(managed, line);
       if (signal !== null) this.#finish(managed, null, "killed", managed.killSource ?? `signal ${signal}`);
       else this.#finish(managed, code, "exited");
+      managed.child = undefined;
     });
     return id;
   }
@@ -427,14 +433,15 @@ export class Supervisor {
 
   /** Every process this supervisor started, in start order, running or ended. */
   list(): SupervisedProcess[] {
-    return [...this.#processes.values()].map((m) => ({ process: m.id, command: m.command, owner: m.owner, pid: m.child?.pid, startedAt: m.startedAt, exit: m.result }));
+    return [...this.#processes.values()].map((m) => ({ process: m.id, command: m.command, owner: m.owner, pid: m.pid, startedAt: m.startedAt, exit: m.result }));
   }
 
   async #terminate(m: Managed, source: string): Promise<ExitResult> {
-    if (m.result === undefined && m.child !== undefined) {
+    const child = m.child;
+    if (m.result === undefined && child !== undefined) {
       m.killSource = source;
-      signalGroup(m.child, "SIGTERM");
-      const hard = setTimeout(() => signalGroup(m.child!, "SIGKILL"), this.#killGraceMs);
+      signalGroup(child, "SIGTERM");
+      const hard = setTimeout(() => signalGroup(child, "SIGKILL"), this.#killGraceMs);
       await m.exited;
       clearTimeout(hard);
     }
@@ -500,6 +507,16 @@ function identityFields(supervisor: ProcessIdentity, childPid: number | undefine
     ...(childPid !== undefined ? { pid: childPid } : {}),
     ...(childStart !== undefined ? { pidStart: childStart } : {}),
   };
+}
+
+/**
+ * A promise and what settles it, made outside `start`: a closure made there would keep the
+ * whole of its scope (the child among it) alive for as long as the process is listed.
+ */
+function deferred<T>(): { readonly promise: Promise<T>; readonly resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((settle) => (resolve = settle));
+  return { promise, resolve };
 }
 
 function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
