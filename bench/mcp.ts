@@ -38,6 +38,61 @@ async function floor(dir: string): Promise<number[]> {
   return times.sort((a, b) => a - b);
 }
 
+/**
+ * `node --import` this: on SIGUSR2 the process collects all its garbage and writes the heap
+ * still in use (`heap-used-kb N`) to stderr.
+ */
+const heapProbe = `data:text/javascript,process.on("SIGUSR2",()=>{globalThis.gc();process.stderr.write("heap-used-kb "+Math.round(process.memoryUsage().heapUsed/1024)+"\\n")})`;
+
+/** Children started before the first reading, and in all: the row is what each child between the two readings left in the heap. */
+const keptFrom = 500;
+const keptTo = 1_500;
+
+/**
+ * What a server keeps of each child that ended: a real client starts `keptTo` children
+ * (`echo`), each after the one before was notified, and the server's heap after a full
+ * collection is read at `keptFrom` and at `keptTo`. A finished child stays listed (its
+ * output can still be read), so something stays; its process handle and pipes must not.
+ */
+async function heapPerChild(dir: string): Promise<{ perChildKb: number; fromMb: number }> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ["--expose-gc", "--import", heapProbe, cli, "mcp", "--db", join(dir, "kept.sqlite"), "--push", "channel", "--poll-ms", String(pollMs)],
+    env: { ...(process.env as Record<string, string>), XDG_STATE_HOME: join(dir, "state-kept") },
+    stderr: "pipe",
+  });
+  let stderr = "";
+  transport.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+  const client = new Client({ name: "turnfold-bench", version: "1.0.0" });
+  const notified = new Set<string>();
+  let wake: (() => void) | undefined;
+  client.fallbackNotificationHandler = async (n) => {
+    if (n.method !== "notifications/claude/channel") return;
+    for (const member of (n.params as { meta: { members: string } }).meta.members.split(",")) notified.add(member);
+    wake?.();
+  };
+  await client.connect(transport);
+  const heapKb = async () => {
+    const before = (stderr.match(/heap-used-kb/g) ?? []).length;
+    process.kill(transport.pid!, "SIGUSR2");
+    while ((stderr.match(/heap-used-kb/g) ?? []).length === before) await new Promise((r) => setTimeout(r, 20));
+    return Number([...stderr.matchAll(/heap-used-kb (\d+)/g)].at(-1)![1]);
+  };
+  let from = 0;
+  for (let i = 1; i <= keptTo; i++) {
+    const started = await client.callTool({ name: "start_process", arguments: { command: `echo child ${i}` } });
+    const id = (started.structuredContent as { process: string }).process;
+    while (!notified.has(id)) await new Promise<void>((resolve) => (wake = resolve));
+    if (i === keptFrom) from = await heapKb();
+    if (i === keptTo) {
+      const to = await heapKb();
+      await client.close();
+      return { perChildKb: (to - from) / (keptTo - keptFrom), fromMb: from / 1024 };
+    }
+  }
+  throw new Error("unreachable");
+}
+
 export async function mcpBench(): Promise<Row[]> {
   const dir = mkdtempSync(join(tmpdir(), "turnfold-bench-mcp-"));
   try {
@@ -71,6 +126,7 @@ export async function mcpBench(): Promise<Row[]> {
     const exits = new Map((await readAll(log)).filter((e) => e.type === "process.exited").map((e) => [(e as { process: string }).process, e.at]));
     await log.close();
     const latencies = [...arrived].map(([id, at]) => at - exits.get(id)!).sort((a, b) => a - b);
+    const kept = await heapPerChild(dir);
     const p50 = median(latencies);
     const worst = p99(latencies);
     const floorP50 = median(base);
@@ -91,6 +147,14 @@ export async function mcpBench(): Promise<Row[]> {
         ratio: worst / floorP99,
         target: "≤ 2.0",
         pass: worst / floorP99 <= 2,
+      },
+      {
+        name: `mcp: heap kept for each child that ended, children ${fmt(keptFrom)} → ${fmt(keptTo)} (KB)`,
+        value: `${fmt(kept.perChildKb)} KB`,
+        baseline: `${fmt(kept.fromMb)} MB after ${fmt(keptFrom)} children`,
+        ratio: undefined,
+        target: "≤ 2 KB (its record, not its process)",
+        pass: kept.perChildKb <= 2,
       },
     ];
   } finally {
