@@ -5,7 +5,8 @@
  * what any push must do at the least: one append of an event to a SQLite log and one read
  * of it back, in one process. The server wakes on its child's exit and on the log's change
  * signal, so no tick stands between them; `--poll-ms` is set far above the figures, so a
- * result that leaned on the fallback tick would show.
+ * result that leaned on the fallback tick would show. A last row reads what a server keeps
+ * in its heap of each child that ended.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
