@@ -5,40 +5,18 @@
  * grow with the folder (one session is held at a time), and the time per session should
  * stay the same.
  */
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, join } from "node:path";
-import { randomUUID } from "node:crypto";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { fmt, measuredChild, type Row } from "./harness.js";
+import { copySessions } from "../src/testing/host-sessions.js";
 
 const fixtures = fileURLToPath(new URL("../../test/fixtures/claude-code", import.meta.url));
 const cli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
 
 /** A projects folder of `copies` × the fixtures' sessions, each under a session id of its own. */
-function projects(dir: string, copies: number): number {
-  const sessions: { file: string; id: string; subagents: string | undefined }[] = [];
-  for (const scenario of readdirSync(fixtures)) {
-    for (const name of readdirSync(join(fixtures, scenario))) {
-      if (!name.endsWith(".jsonl")) continue;
-      const id = basename(name, ".jsonl");
-      const sub = join(fixtures, scenario, id);
-      sessions.push({ file: join(fixtures, scenario, name), id, subagents: statSync(sub, { throwIfNoEntry: false })?.isDirectory() ? sub : undefined });
-    }
-  }
-  let made = 0;
-  for (let c = 0; c < copies; c++) {
-    const project = join(dir, `-home-user-project-${c}`);
-    mkdirSync(project, { recursive: true });
-    for (const s of sessions) {
-      const id = randomUUID();
-      writeFileSync(join(project, `${id}.jsonl`), readFileSync(s.file, "utf8").replaceAll(s.id, id));
-      if (s.subagents) cpSync(s.subagents, join(project, id), { recursive: true });
-      made++;
-    }
-  }
-  return made;
-}
+const projects = (dir: string, copies: number) => copySessions(fixtures, dir, copies);
 
 export async function transcriptsBench(): Promise<Row[]> {
   const dir = mkdtempSync(join(tmpdir(), "turnfold-bench-transcripts-"));

@@ -4,12 +4,12 @@
  * SQLite log, then `replay` and `explain` of what was imported; and bad input, which leaves
  * the log as it was.
  */
-import { randomUUID } from "node:crypto";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { basename, join } from "node:path";
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readAll } from "../src/events/log.js";
 import { openLog } from "../src/open.js";
+import { copySessions } from "../src/testing/host-sessions.js";
 import { cli } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";
 import { youngGenerationBytes, youngGenerationProbe } from "./support/young-generation.js";
@@ -127,30 +127,10 @@ describe("turnfold audit claude-code", () => {
   });
 });
 
-/**
- * A projects folder of `copies` × the fixtures' sessions, each copy under session ids of
- * its own (the ids in the transcript changed with it), so an import takes every one.
- */
-function manySessions(copies: number): string {
-  const folder = fresh("many");
-  for (let c = 0; c < copies; c++) {
-    const project = join(folder, `-home-user-project-${c}`);
-    mkdirSync(project);
-    for (const scenario of readdirSync(fixtures)) {
-      for (const name of readdirSync(join(fixtures, scenario)).filter((n) => n.endsWith(".jsonl"))) {
-        const id = basename(name, ".jsonl");
-        const copy = randomUUID();
-        writeFileSync(join(project, `${copy}.jsonl`), readFileSync(join(fixtures, scenario, name), "utf8").replaceAll(id, copy));
-        if (existsSync(join(fixtures, scenario, id))) cpSync(join(fixtures, scenario, id), join(project, copy), { recursive: true });
-      }
-    }
-  }
-  return folder;
-}
-
 describe("import and audit over a large folder: V8's young generation stays at its first size", () => {
   // 110 sessions: enough for V8, left to itself, to grow the young generation to 32 MB.
-  const folder = manySessions(10);
+  const folder = fresh("many");
+  copySessions(fixtures, folder, 10);
   const probe = youngGenerationProbe(fresh("probe"));
   const youngBytes = (args: string[], nodeOptions: string) => {
     const result = cli(args, { env: { NODE_OPTIONS: `${nodeOptions} ${probe}` } });
