@@ -333,7 +333,7 @@ describe("what a supervisor keeps of a process that ended", () => {
       await supervisor.close();
       await log.close();
     `;
-    const run = spawnSync(process.execPath, ["--expose-gc", "--input-type=module", "-e", script], { encoding: "utf8", timeout: 60_000 });
+    const run = spawnSync(process.execPath, ["--expose-gc", "--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
     expect(run.status, run.stderr).toBe(0);
     const seen = JSON.parse(run.stdout) as { made: number; alive: number; listed: number; pid: unknown; text: string };
     expect(seen).toMatchObject({ made: 40, alive: 0, listed: 40, text: "out 7\n" });
