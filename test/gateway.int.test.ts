@@ -7,6 +7,7 @@ import { readAll } from "../src/events/log.js";
 import { liveTurns } from "../src/projections/live.js";
 import type { Turn } from "../src/projections/project.js";
 import { recordDispatches } from "../src/projections/record-dispatches.js";
+import { LiveRunner } from "../src/projections/runner.js";
 import { replay } from "../src/projections/replay.js";
 import { verifyRecorded } from "../src/projections/verify.js";
 import { gatewaySink } from "../src/sinks/gateway.js";
@@ -59,6 +60,28 @@ describe("gateway delivery", () => {
     const events = (await readAll(log));
     const recorded = events.filter((e) => e.type === "notification.dispatched");
     expect(recorded.map((r) => (r as { consumer: string }).consumer)).toEqual(["gateway", "gateway"]);
+    expect(verifyRecorded(events, replay(events).turns)).toEqual({ ok: true, verdict: "match", turns: 2 });
+    await log.close();
+  });
+
+  it("a turn a runner recorded when its window closed on the wall clock is recorded once by a runner that folds the log again, where a later event closes that window (found by the R23 property)", async () => {
+    const log = await openLog(join(dir, "gateway-wall-clock.sqlite"));
+    await log.append(gatewaySession());
+    // The window of completions closes on the wall clock: no event of the session comes after it.
+    await recordDispatches(log, { pollMs: 2 });
+    const before = (await readAll(log)).filter((e) => e.type === "notification.dispatched");
+    expect(before.map((r) => (r as { kind: string }).kind)).toEqual(["watch", "completions"]);
+    // An event past the window's deadline, after that record: a fold of the log closes the
+    // window there, once it has read the record. A runner with no checkpoint folds it so.
+    const [last] = await log.append([{ type: "session.opened", at: Date.now(), session: "another", surface: "tui" }]);
+    const runner = LiveRunner.start(log, { pollMs: 2 });
+    try {
+      await runner.caughtUp(last!, { timeoutMs: 10_000 });
+    } finally {
+      runner.stop();
+    }
+    const events = await readAll(log);
+    expect(events.filter((e) => e.type === "notification.dispatched")).toHaveLength(2);
     expect(verifyRecorded(events, replay(events).turns)).toEqual({ ok: true, verdict: "match", turns: 2 });
     await log.close();
   });

@@ -335,6 +335,13 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
    * in one transaction; another runner's copy, once read, retires ours.
    */
   const pending = new Map<string, TurnfoldEvent[]>();
+  /**
+   * Records read before the fold decided their turn. A live runner closes a gateway window
+   * on the wall clock (R28) and records its turn at once; a fold of the same log (a rebuild,
+   * a runner with no checkpoint) closes it at the first later event past the deadline, which
+   * lies after that record. When the decision comes, its record is in the log already.
+   */
+  const recordedAhead = new Set<string>();
   let next = 1;
   if (options.fromCheckpoint) {
     const found = await guarded(() => newestCheckpoint(log, settings, options.beside));
@@ -384,7 +391,8 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
       }
     } else if (event.type === "notification.dispatched") {
       const turn = fromRecord(event);
-      pending.delete(`${turn.seq}:${event.index ?? 0}`);
+      const key = `${turn.seq}:${event.index ?? 0}`;
+      if (!pending.delete(key)) recordedAhead.add(key);
       if (event.seq > quietUntil) {
         options.recorded?.(event);
         emit(turn);
@@ -416,12 +424,16 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
       } else {
         const index = indexes.get(output.seq) ?? 0;
         indexes.set(output.seq, index + 1);
-        const record: TurnfoldEvent[] = [toRecord(output, index, at, statuses)];
-        for (const move of moves) {
-          if (move.to === "delivered" && move.output === i) record.push(...ledgerMove(move.delegation, "delegation.delivered", at, `${output.seq}:${index}`));
-        }
-        into.set(`${output.seq}:${index}`, record);
+        const key = `${output.seq}:${index}`;
+        const before = statuses;
         statuses = [];
+        // Recorded already (see `recordedAhead`), with the ledger moves that went with it.
+        if (recordedAhead.delete(key)) continue;
+        const record: TurnfoldEvent[] = [toRecord(output, index, at, before)];
+        for (const move of moves) {
+          if (move.to === "delivered" && move.output === i) record.push(...ledgerMove(move.delegation, "delegation.delivered", at, key));
+        }
+        into.set(key, record);
       }
     }
     for (const move of moves) {
@@ -433,6 +445,7 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
   const rebuild = () => {
     projection = fresh();
     pending.clear();
+    recordedAhead.clear();
     held.clear();
     quietUntil = Math.max(quietUntil, next - 1);
     next = (base?.seq ?? 0) + 1;
