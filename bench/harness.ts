@@ -62,8 +62,14 @@ export function printTable(rows: readonly Row[]): void {
   for (const c of cells) console.log(line(c));
 }
 
-/** `node --import` this: prints the child's peak resident set size on stderr as it exits, and, run with --expose-gc, the heap still live after a full collection then. */
-export const peakProbe = `data:text/javascript,process.on("exit",()=>{process.stderr.write("peak-rss-kb "+process.resourceUsage().maxRSS+"\\n");if(globalThis.gc){globalThis.gc();process.stderr.write("retained-kb "+Math.round(process.memoryUsage().heapUsed/1024)+"\\n")}})`;
+/**
+ * `node --import` this: prints the child's peak resident set size on stderr as it exits, and, run with --expose-gc, the heap still live after a full collection then.
+ * The peak is the kernel's high-water mark of the child's own memory (`VmHWM`). Not
+ * `process.resourceUsage().maxRSS`: Linux carries the RSS a process had when it forked
+ * across its exec, so a child of a larger parent (the bench's own process, about 120 MB by
+ * its last rows) reported the parent's size as its own peak.
+ */
+export const peakProbe = `data:text/javascript,import{readFileSync}from"node:fs";process.on("exit",()=>{let kb=process.resourceUsage().maxRSS;try{kb=Number(/VmHWM:\\s+(\\d+)/.exec(readFileSync("/proc/self/status","utf8"))[1])}catch{}process.stderr.write("peak-rss-kb "+kb+"\\n");if(globalThis.gc){globalThis.gc();process.stderr.write("retained-kb "+Math.round(process.memoryUsage().heapUsed/1024)+"\\n")}})`;
 
 /** Runs a node script as a child; resolves to its wall time, peak RSS and (with `retained`) the heap live at its end. */
 export function measuredChild(args: readonly string[], options: { retained?: boolean } = {}): Promise<{ ms: number; peakMb: number; retainedMb: number | undefined }> {
