@@ -342,6 +342,8 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
    * lies after that record. When the decision comes, its record is in the log already.
    */
   const recordedAhead = new Set<string>();
+  /** Records this runner appended before its fold reached the log's end (`flushEarly`), until it reads them: decided already. */
+  const flushedEarly = new Set<string>();
   let next = 1;
   if (options.fromCheckpoint) {
     const found = await guarded(() => newestCheckpoint(log, settings, options.beside));
@@ -392,7 +394,7 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
     } else if (event.type === "notification.dispatched") {
       const turn = fromRecord(event);
       const key = `${turn.seq}:${event.index ?? 0}`;
-      if (!pending.delete(key)) recordedAhead.add(key);
+      if (!pending.delete(key) && !flushedEarly.delete(key)) recordedAhead.add(key);
       if (event.seq > quietUntil) {
         options.recorded?.(event);
         emit(turn);
@@ -446,6 +448,7 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
     projection = fresh();
     pending.clear();
     recordedAhead.clear();
+    flushedEarly.clear();
     held.clear();
     quietUntil = Math.max(quietUntil, next - 1);
     next = (base?.seq ?? 0) + 1;
@@ -509,6 +512,7 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
     const records = [...pending.values()].flat();
     const appended = await guarded(() => log.appendAfter(end, records));
     if (!appended.ok) return;
+    for (const key of pending.keys()) if (!key.startsWith("drop:")) flushedEarly.add(key);
     pending.clear();
     oursTo = end + records.length;
   };
