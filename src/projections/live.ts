@@ -342,8 +342,12 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
    * lies after that record. When the decision comes, its record is in the log already.
    */
   const recordedAhead = new Set<string>();
-  /** Records this runner appended before its fold reached the log's end (`flushEarly`), until it reads them: decided already. */
-  const flushedEarly = new Set<string>();
+  /**
+   * Records this runner wrote other than from `pending` (appended before its fold reached the
+   * log's end, or in a write that decided as it appended), until it reads them back: their
+   * turns were decided already.
+   */
+  const oursUnread = new Set<string>();
   let next = 1;
   if (options.fromCheckpoint) {
     const found = await guarded(() => newestCheckpoint(log, settings, options.beside));
@@ -394,7 +398,7 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
     } else if (event.type === "notification.dispatched") {
       const turn = fromRecord(event);
       const key = `${turn.seq}:${event.index ?? 0}`;
-      if (!pending.delete(key) && !flushedEarly.delete(key)) recordedAhead.add(key);
+      if (!pending.delete(key) && !oursUnread.delete(key)) recordedAhead.add(key);
       if (event.seq > quietUntil) {
         options.recorded?.(event);
         emit(turn);
@@ -448,7 +452,7 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
     projection = fresh();
     pending.clear();
     recordedAhead.clear();
-    flushedEarly.clear();
+    oursUnread.clear();
     held.clear();
     quietUntil = Math.max(quietUntil, next - 1);
     next = (base?.seq ?? 0) + 1;
@@ -485,6 +489,7 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
       records: [...decided.values()].flat(),
       settled: (stored) => {
         if (!stored) rebuildNeeded = true;
+        else for (const key of decided.keys()) if (!key.startsWith("drop:")) oursUnread.add(key);
         inlineWrite = undefined;
         settle();
         look();
@@ -512,7 +517,7 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
     const records = [...pending.values()].flat();
     const appended = await guarded(() => log.appendAfter(end, records));
     if (!appended.ok) return;
-    for (const key of pending.keys()) if (!key.startsWith("drop:")) flushedEarly.add(key);
+    for (const key of pending.keys()) if (!key.startsWith("drop:")) oursUnread.add(key);
     pending.clear();
     oursTo = end + records.length;
   };
