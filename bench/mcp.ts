@@ -40,6 +40,38 @@ async function floor(dir: string): Promise<number[]> {
 }
 
 /**
+ * A real MCP client of `turnfold mcp` in channel mode, started with `node` given `args`:
+ * `arrived` holds when each process's channel notification came, and `notified(id)` resolves
+ * once that process's has.
+ */
+async function channelClient(args: readonly string[], stateHome: string, stderr: "ignore" | "pipe") {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [...args],
+    env: { ...(process.env as Record<string, string>), XDG_STATE_HOME: stateHome },
+    stderr,
+  });
+  const client = new Client({ name: "turnfold-bench", version: "1.0.0" });
+  const arrived = new Map<string, number>();
+  let wake: (() => void) | undefined;
+  client.fallbackNotificationHandler = async (n) => {
+    if (n.method !== "notifications/claude/channel") return;
+    const now = Date.now();
+    for (const member of (n.params as { meta: { members: string } }).meta.members.split(",")) arrived.set(member, now);
+    wake?.();
+  };
+  await client.connect(transport);
+  const start = async (command: string) => {
+    const started = await client.callTool({ name: "start_process", arguments: { command } });
+    return (started.structuredContent as { process: string }).process;
+  };
+  const notified = async (id: string) => {
+    while (!arrived.has(id)) await new Promise<void>((resolve) => (wake = resolve));
+  };
+  return { transport, client, arrived, start, notified };
+}
+
+/**
  * `node --import` this: on SIGUSR2 the process collects all its garbage and writes the heap
  * still in use (`heap-used-kb N`) to stderr.
  */
@@ -56,23 +88,9 @@ const keptTo = 1_500;
  * output can still be read), so something stays; its process handle and pipes must not.
  */
 async function heapPerChild(dir: string): Promise<{ perChildKb: number; fromMb: number }> {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: ["--expose-gc", "--import", heapProbe, cli, "mcp", "--db", join(dir, "kept.sqlite"), "--push", "channel", "--poll-ms", String(pollMs)],
-    env: { ...(process.env as Record<string, string>), XDG_STATE_HOME: join(dir, "state-kept") },
-    stderr: "pipe",
-  });
+  const { transport, client, start, notified } = await channelClient(["--expose-gc", "--import", heapProbe, cli, "mcp", "--db", join(dir, "kept.sqlite"), "--push", "channel", "--poll-ms", String(pollMs)], join(dir, "state-kept"), "pipe");
   let stderr = "";
   transport.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
-  const client = new Client({ name: "turnfold-bench", version: "1.0.0" });
-  const notified = new Set<string>();
-  let wake: (() => void) | undefined;
-  client.fallbackNotificationHandler = async (n) => {
-    if (n.method !== "notifications/claude/channel") return;
-    for (const member of (n.params as { meta: { members: string } }).meta.members.split(",")) notified.add(member);
-    wake?.();
-  };
-  await client.connect(transport);
   const heapKb = async () => {
     const before = (stderr.match(/heap-used-kb/g) ?? []).length;
     process.kill(transport.pid!, "SIGUSR2");
@@ -81,9 +99,7 @@ async function heapPerChild(dir: string): Promise<{ perChildKb: number; fromMb: 
   };
   let from = 0;
   for (let i = 1; i <= keptTo; i++) {
-    const started = await client.callTool({ name: "start_process", arguments: { command: `echo child ${i}` } });
-    const id = (started.structuredContent as { process: string }).process;
-    while (!notified.has(id)) await new Promise<void>((resolve) => (wake = resolve));
+    await notified(await start(`echo child ${i}`));
     if (i === keptFrom) from = await heapKb();
     if (i === keptTo) {
       const to = await heapKb();
@@ -98,28 +114,11 @@ export async function mcpBench(): Promise<Row[]> {
   const dir = mkdtempSync(join(tmpdir(), "turnfold-bench-mcp-"));
   try {
     const db = join(dir, "log.sqlite");
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [cli, "mcp", "--db", db, "--push", "channel", "--poll-ms", String(pollMs)],
-      env: { ...(process.env as Record<string, string>), XDG_STATE_HOME: join(dir, "state") },
-      stderr: "ignore",
-    });
-    const client = new Client({ name: "turnfold-bench", version: "1.0.0" });
-    const arrived = new Map<string, number>();
-    let wake: (() => void) | undefined;
-    client.fallbackNotificationHandler = async (n) => {
-      if (n.method !== "notifications/claude/channel") return;
-      const now = Date.now();
-      for (const member of (n.params as { meta: { members: string } }).meta.members.split(",")) arrived.set(member, now);
-      wake?.();
-    };
-    await client.connect(transport);
+    const { client, arrived, start, notified } = await channelClient([cli, "mcp", "--db", db, "--push", "channel", "--poll-ms", String(pollMs)], join(dir, "state"), "ignore");
     for (let i = 0; i < samples; i++) {
       // Exits at random moments, not in step with anything of the server's.
       const sleep = ((Math.random() * 250) / 1000).toFixed(3);
-      const started = await client.callTool({ name: "start_process", arguments: { command: `sleep ${sleep}` } });
-      const id = (started.structuredContent as { process: string }).process;
-      while (!arrived.has(id)) await new Promise<void>((resolve) => (wake = resolve));
+      await notified(await start(`sleep ${sleep}`));
     }
     await client.close();
     const base = await floor(dir);
