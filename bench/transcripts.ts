@@ -15,16 +15,13 @@ import { copySessions } from "../src/testing/host-sessions.js";
 const fixtures = fileURLToPath(new URL("../../test/fixtures/claude-code", import.meta.url));
 const cli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
 
-/** A projects folder of `copies` × the fixtures' sessions, each under a session id of its own. */
-const projects = (dir: string, copies: number) => copySessions(fixtures, dir, copies);
-
 export async function transcriptsBench(): Promise<Row[]> {
   const dir = mkdtempSync(join(tmpdir(), "turnfold-bench-transcripts-"));
   try {
     const small = join(dir, "small");
     const large = join(dir, "large");
-    const few = projects(small, 20);
-    const many = projects(large, 200);
+    const few = copySessions(fixtures, small, 20);
+    const many = copySessions(fixtures, large, 200);
     const auditSmall = await measuredChild([cli, "audit", "claude-code", small, "--json"], { retained: true });
     const auditLarge = await measuredChild([cli, "audit", "claude-code", large, "--json"], { retained: true });
     const importSmall = await measuredChild([cli, "import", "--from", "claude-code", small, "--db", join(dir, "small.sqlite")]);
