@@ -348,6 +348,10 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
    * turns were decided already.
    */
   const oursUnread = new Set<string>();
+  /** Notes records this runner wrote itself (`drop:` keys are ledger drops, retired by their own event). */
+  const wroteOurs = (keys: Iterable<string>) => {
+    for (const key of keys) if (!key.startsWith("drop:")) oursUnread.add(key);
+  };
   let next = 1;
   if (options.fromCheckpoint) {
     const found = await guarded(() => newestCheckpoint(log, settings, options.beside));
@@ -489,7 +493,7 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
       records: [...decided.values()].flat(),
       settled: (stored) => {
         if (!stored) rebuildNeeded = true;
-        else for (const key of decided.keys()) if (!key.startsWith("drop:")) oursUnread.add(key);
+        else wroteOurs(decided.keys());
         inlineWrite = undefined;
         settle();
         look();
@@ -517,7 +521,7 @@ async function follow(log: EventLog, emit: (o: Output) => void, signal: AbortSig
     const records = [...pending.values()].flat();
     const appended = await guarded(() => log.appendAfter(end, records));
     if (!appended.ok) return;
-    for (const key of pending.keys()) if (!key.startsWith("drop:")) oursUnread.add(key);
+    wroteOurs(pending.keys());
     pending.clear();
     oursTo = end + records.length;
   };
