@@ -64,6 +64,17 @@ async function started(s: McpHarness, command: string, extra: Record<string, unk
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Ends a server as a host ends it (SIGTERM), waits for however long a busy machine takes (the
+ * SDK's own close would SIGKILL it after 4 s, and a killed process leaves what it held), then
+ * closes the client.
+ */
+async function endedAsHost(s: McpHarness): Promise<void> {
+  process.kill(s.pid, "SIGTERM");
+  for (const end = Date.now() + 60_000; running(s.pid) && Date.now() < end; ) await sleep(50);
+  await s.close();
+}
+
 describe("turnfold mcp, channel mode", () => {
   it("three processes that finish while the agent is in a turn make one notification listing all three, the failure kept", async () => {
     const at = place();
@@ -449,12 +460,8 @@ describe("what a server leaves in the state folder", () => {
     expect((await s.call("wait_process", { process: id, timeout_ms: 10_000 })).structuredContent).toMatchObject({ status: "exited" });
     const spool = join(at.stateHome, "turnfold", "spool");
     expect(readdirSync(spool)).toHaveLength(1);
-    // Ended as a host ends it, and waited for however long a busy machine takes (the SDK's
-    // own close would SIGKILL it after 4 s, and a killed process leaves what it held).
-    process.kill(s.pid, "SIGTERM");
-    for (const end = Date.now() + 60_000; running(s.pid) && Date.now() < end; ) await sleep(50);
+    await endedAsHost(s);
     expect(running(s.pid)).toBe(false);
-    await s.close();
     expect(readdirSync(spool)).toEqual([]);
   });
 });
@@ -467,9 +474,7 @@ describe("what a server holds", () => {
     for (let i = 0; i < 10; i++) ids.push(await started(s, "seq 1 20000"));
     for (const id of ids) await s.note((note) => note.members.includes(id), 30_000);
     // Ended as a host ends it, so that it exits normally and the probe says what it saw.
-    process.kill(s.pid, "SIGTERM");
-    for (const end = Date.now() + 60_000; running(s.pid) && Date.now() < end; ) await sleep(50);
-    await s.close();
+    await endedAsHost(s);
     expect(youngGenerationBytes(s.stderr())).toBeLessThanOrEqual(4 << 20);
   });
 });
