@@ -74,6 +74,26 @@ describe("output is redacted before it is cut", () => {
     await log.close();
   });
 
+  // What is held of a process's output may start inside a key whose BEGIN is gone: the
+  // buffer rolled past it.
+  for (const [how, options] of [["rolled out of the buffer", { bufferChars: 1_000 }]] as const) {
+    it(`a key whose BEGIN was ${how} stays hidden in the exit's tail, the log and every page`, async () => {
+      const log = await openLog(join(dir, `gone-${n++}.sqlite`));
+      const supervisor = new Supervisor({ log, ...options });
+      const body = Array.from({ length: 60 }, (_, i) => `G${String(i).padStart(3, "0")}${"Yt4rE8wQ2zX6cV0bN3mK7jH1gF5".repeat(3)}`.slice(0, 64));
+      const file = join(dir, `gone-${n++}.txt`);
+      writeFileSync(file, `starting\n-----BEGIN RSA PRIVATE KEY-----\n${body.join("\n")}\n`);
+      const id = supervisor.start({ command: `cat '${file}'`, owner: "s" });
+      const result = await supervisor.exited(id);
+      const pages = [await supervisor.log(id), await supervisor.log(id, { offset: 2_500, limit: 300 }), await supervisor.log(id, { offset: 3_500 })];
+      expect(pages[0]!.offset).toBeGreaterThan(0);
+      const shown = JSON.stringify([result.output, await readAll(log), pages.map((p) => p.text)]);
+      for (const line of body) expect(shown).not.toContain(line.slice(4, 40));
+      await supervisor.close();
+      await log.close();
+    });
+  }
+
   it("a heartbeat cut inside a secret stores none of it", async () => {
     const log = await openLog(join(dir, `beat-${n++}.sqlite`));
     let now = 1_000_000;

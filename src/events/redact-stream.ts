@@ -16,26 +16,35 @@ const endMarker = /-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----/g;
 /** Put before a piece of text that starts inside a key block whose BEGIN is out of reach, so the key rule sees the block. */
 const openBlock = "-----BEGIN PRIVATE KEY-----\n";
 
-function lastIndex(pattern: RegExp, text: string): number {
+/** Where the last match of `pattern` that starts before `before` starts, or -1. */
+function lastIndex(pattern: RegExp, text: string, before: number): number {
   let at = -1;
   pattern.lastIndex = 0;
-  for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) at = m.index;
+  for (let m = pattern.exec(text); m !== null && m.index < before; m = pattern.exec(text)) at = m.index;
   pattern.lastIndex = 0;
   return at;
 }
 
-/** Whether a private key block is open at the end of `text`: true or false when the text has a marker, `undefined` when it has none. */
-export function keyOpenAtEnd(text: string): boolean | undefined {
+/**
+ * Whether a private key block is open at the end of `text`: true or false when the text has
+ * a marker, `undefined` when it has none. With `at`, only markers that start before `at`
+ * count: `text` may run on past `at` so that a marker cut there is still read whole.
+ */
+export function keyOpenAtEnd(text: string, at = text.length): boolean | undefined {
   if (!text.includes("PRIVATE KEY")) return undefined;
-  const begin = lastIndex(beginMarker, text);
-  const end = lastIndex(endMarker, text);
+  const begin = lastIndex(beginMarker, text, at);
+  const end = lastIndex(endMarker, text, at);
   if (begin === -1 && end === -1) return undefined;
   return begin > end;
 }
 
-/** What to put before a cut whose near context has no key marker, when what was printed before it left a key block open. */
-export function keyBlockBefore(printedBefore: string): string {
-  return keyOpenAtEnd(printedBefore) === true ? openBlock : "";
+/**
+ * What to put before a cut whose near context has no key marker, when what was printed
+ * before it left a key block open. `openBeforeThat`: whether one was open before
+ * `printedBefore` began (output no longer at hand).
+ */
+export function keyBlockBefore(printedBefore: string, openBeforeThat = false): string {
+  return (keyOpenAtEnd(printedBefore) ?? openBeforeThat) ? openBlock : "";
 }
 
 /**

@@ -1,4 +1,5 @@
 /** A process's output: a rolling buffer of the last N characters, ANSI escapes stripped. */
+import { keyOpenAtEnd } from "../events/redact-stream.js";
 
 // CSI sequences, OSC sequences (ended by BEL or ST), and lone two-character escapes.
 const ansi = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-Z\\-_]/g;
@@ -7,11 +8,19 @@ export function stripAnsi(text: string): string {
   return text.replace(ansi, "");
 }
 
+/** Longer than any key block's BEGIN or END line. */
+const markerReach = 64;
+
 export class OutputBuffer {
   readonly #limit: number;
   #text = "";
   /** Characters dropped from the front so far. */
   #dropped = 0;
+  /**
+   * Whether a private key block is open where the held text starts: its BEGIN was dropped,
+   * and a cut near the start must still be redacted as the inside of a key.
+   */
+  #keyOpenAtStart = false;
 
   constructor(limit = 200_000) {
     this.#limit = limit;
@@ -19,11 +28,21 @@ export class OutputBuffer {
 
   append(chunk: string): void {
     this.#text += chunk;
-    const over = this.#text.length - this.#limit;
-    if (over > 0) {
-      this.#text = this.#text.slice(over);
-      this.#dropped += over;
-    }
+    this.#drop(this.#text.length - this.#limit);
+  }
+
+  #drop(over: number): void {
+    if (over <= 0) return;
+    // A marker the drop cuts in two counts, read whole with the start of what stays.
+    const open = keyOpenAtEnd(this.#text.slice(0, over + markerReach), over);
+    if (open !== undefined) this.#keyOpenAtStart = open;
+    this.#text = this.#text.slice(over);
+    this.#dropped += over;
+  }
+
+  /** Whether a private key block opened in what was dropped is still open where the held text starts. */
+  get keyOpenAtStart(): boolean {
+    return this.#keyOpenAtStart;
   }
 
   /** Everything ever written, in characters. */

@@ -357,8 +357,9 @@ export class Supervisor {
   /** Output from `start` to `end`, redacted before it is cut: a secret the cut passes through is never shown in part. */
   #cut(m: Managed, start: number, end: number): string {
     const { text, from, to } = m.buffer.around(start, end, cutContext);
-    // A key block whose BEGIN lies further back than the context still hides what follows it.
-    const open = keyOpenAtEnd(text.slice(0, from)) === undefined ? keyBlockBefore(m.buffer.before(start)) : "";
+    // A key block whose BEGIN lies further back than the context still hides what follows
+    // it, and so does one whose BEGIN the buffer has already dropped.
+    const open = keyOpenAtEnd(text.slice(0, from)) === undefined ? keyBlockBefore(m.buffer.before(start), m.buffer.keyOpenAtStart) : "";
     return redactCut(this.#redact, open + text, from + open.length, to + open.length);
   }
 
