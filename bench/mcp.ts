@@ -77,18 +77,26 @@ async function channelClient(args: readonly string[], stateHome: string, stderr:
  */
 const heapProbe = `data:text/javascript,process.on("SIGUSR2",()=>{globalThis.gc();process.stderr.write("heap-used-kb "+Math.round(process.memoryUsage().heapUsed/1024)+"\\n")})`;
 
-/** Children started before the first reading, and in all: the row is what each child between the two readings left in the heap. */
-const keptFrom = 500;
-const keptTo = 1_500;
+/**
+ * The children of each heap row: started before the first reading, and in all (the row is
+ * what each child between the two readings left in the heap), and what each runs.
+ */
+const keptRuns = {
+  echo: { from: 500, to: 1_500, command: (i: number) => `echo child ${i}` },
+  // 100,000 characters each: 160 of them fill what a server holds of ended children's
+  // output, and by the 600th the log's cache of recent bodies is full too.
+  loud: { from: 600, to: 900, command: () => "yes 123456789 | head -n 10000" },
+};
 
 /**
- * What a server keeps of each child that ended: a real client starts `keptTo` children
- * (`echo`), each after the one before was notified, and the server's heap after a full
- * collection is read at `keptFrom` and at `keptTo`. A finished child stays listed (its
- * output can still be read), so something stays; its process handle and pipes must not.
+ * What a server keeps of each child that ended: a real client starts `run.to` children,
+ * each after the one before was notified, and the server's heap after a full collection is
+ * read at `run.from` and at `run.to`. A finished child stays listed (its output can still
+ * be read), so something stays; its process handle and pipes must not, nor, past the
+ * supervisor's budget for ended children's output, more than its exit's tail.
  */
-async function heapPerChild(dir: string): Promise<{ perChildKb: number; fromMb: number }> {
-  const { transport, client, start, notified } = await channelClient(["--expose-gc", "--import", heapProbe, cli, "mcp", "--db", join(dir, "kept.sqlite"), "--push", "channel", "--poll-ms", String(pollMs)], join(dir, "state-kept"), "pipe");
+async function heapPerChild(dir: string, run: { from: number; to: number; command: (i: number) => string }, name: string): Promise<{ perChildKb: number; fromMb: number }> {
+  const { transport, client, start, notified } = await channelClient(["--expose-gc", "--import", heapProbe, cli, "mcp", "--db", join(dir, `${name}.sqlite`), "--push", "channel", "--poll-ms", String(pollMs)], join(dir, `state-${name}`), "pipe");
   let stderr = "";
   transport.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
   const heapKb = async () => {
@@ -98,13 +106,13 @@ async function heapPerChild(dir: string): Promise<{ perChildKb: number; fromMb: 
     return Number([...stderr.matchAll(/heap-used-kb (\d+)/g)].at(-1)![1]);
   };
   let from = 0;
-  for (let i = 1; i <= keptTo; i++) {
-    await notified(await start(`echo child ${i}`));
-    if (i === keptFrom) from = await heapKb();
-    if (i === keptTo) {
+  for (let i = 1; i <= run.to; i++) {
+    await notified(await start(run.command(i)));
+    if (i === run.from) from = await heapKb();
+    if (i === run.to) {
       const to = await heapKb();
       await client.close();
-      return { perChildKb: (to - from) / (keptTo - keptFrom), fromMb: from / 1024 };
+      return { perChildKb: (to - from) / (run.to - run.from), fromMb: from / 1024 };
     }
   }
   throw new Error("unreachable");
@@ -126,7 +134,8 @@ export async function mcpBench(): Promise<Row[]> {
     const exits = new Map((await readAll(log)).filter((e) => e.type === "process.exited").map((e) => [(e as { process: string }).process, e.at]));
     await log.close();
     const latencies = [...arrived].map(([id, at]) => at - exits.get(id)!).sort((a, b) => a - b);
-    const kept = await heapPerChild(dir);
+    const kept = await heapPerChild(dir, keptRuns.echo, "kept");
+    const loud = await heapPerChild(dir, keptRuns.loud, "loud");
     const p50 = median(latencies);
     const worst = p99(latencies);
     const floorP50 = median(base);
@@ -149,12 +158,20 @@ export async function mcpBench(): Promise<Row[]> {
         pass: worst / floorP99 <= 2,
       },
       {
-        name: `mcp: heap kept for each child that ended, children ${fmt(keptFrom)} → ${fmt(keptTo)} (KB)`,
+        name: `mcp: heap kept for each child that ended, children ${fmt(keptRuns.echo.from)} → ${fmt(keptRuns.echo.to)} (KB)`,
         value: `${fmt(kept.perChildKb)} KB`,
-        baseline: `${fmt(kept.fromMb)} MB after ${fmt(keptFrom)} children`,
+        baseline: `${fmt(kept.fromMb)} MB after ${fmt(keptRuns.echo.from)} children`,
         ratio: undefined,
         target: "≤ 2 KB (its record, not its process)",
         pass: kept.perChildKb <= 2,
+      },
+      {
+        name: `mcp: heap kept for each child that ended after printing 100,000 characters, children ${fmt(keptRuns.loud.from)} → ${fmt(keptRuns.loud.to)} (KB)`,
+        value: `${fmt(loud.perChildKb)} KB`,
+        baseline: `${fmt(loud.fromMb)} MB after ${fmt(keptRuns.loud.from)} children`,
+        ratio: undefined,
+        target: "≤ 8 KB (its record and its exit's tail, not its output)",
+        pass: loud.perChildKb <= 8,
       },
     ];
   } finally {

@@ -21,7 +21,7 @@ afterAll(() => log.close());
 
 describe("options given to the library's entry points", () => {
   const cases: [string, () => unknown, string][] = [
-    ["Supervisor, a misspelt option", () => new Supervisor({ log, tailChars: 500 } as never), 'Supervisor: unknown option "tailChars" (the options are log, clock, redact, bufferChars, killGraceMs, watchPolicy, timers, identify, onOutput, onUnavailable)'],
+    ["Supervisor, a misspelt option", () => new Supervisor({ log, tailChars: 500 } as never), 'Supervisor: unknown option "tailChars" (the options are log, clock, redact, bufferChars, keptOutputChars, killGraceMs, watchPolicy, timers, identify, onOutput, onUnavailable)'],
     ["Supervisor, a buffer of no characters", () => new Supervisor({ log, bufferChars: 0, timers: false }), "Supervisor: bufferChars: Too small: expected number to be >0 (got 0)"],
     ["Supervisor, a watch policy with a field missing", () => new Supervisor({ log, watchPolicy: { cooldownMs: 5 } } as never), "Supervisor: watchPolicy.maxStrikes: Invalid input: expected number, received undefined (missing)"],
     ["Ledger, the policy given where it is the log's", () => new Ledger(log, { leaseMs: 60_000 } as never), 'Ledger: unknown option "leaseMs" (the options are consumer, clock, newClaim, isAlive)'],

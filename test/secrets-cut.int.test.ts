@@ -75,8 +75,11 @@ describe("output is redacted before it is cut", () => {
   });
 
   // What is held of a process's output may start inside a key whose BEGIN is gone: the
-  // buffer rolled past it.
-  for (const [how, options] of [["rolled out of the buffer", { bufferChars: 1_000 }]] as const) {
+  // buffer rolled past it, or the process ended and was cut to its exit's tail.
+  for (const [how, options] of [
+    ["rolled out of the buffer", { bufferChars: 1_000 }],
+    ["let go with the rest of an ended process's output", { keptOutputChars: 0 }],
+  ] as const) {
     it(`a key whose BEGIN was ${how} stays hidden in the exit's tail, the log and every page`, async () => {
       const log = await openLog(join(dir, `gone-${n++}.sqlite`));
       const supervisor = new Supervisor({ log, ...options });

@@ -14,7 +14,7 @@ import { tempDir } from "./support/tmp.js";
 const dir = tempDir();
 let n = 0;
 
-async function setup(options: { clock?: () => number; timers?: boolean; killGraceMs?: number } = {}) {
+async function setup(options: { clock?: () => number; timers?: boolean; killGraceMs?: number; keptOutputChars?: number } = {}) {
   const path = join(dir, `sup-${n++}.sqlite`);
   const log = await openLog(path, { allowUnaddressed: true }); // supervision, not ownership: processes without an owner
   const supervisor = new Supervisor({ log, ...options });
@@ -309,6 +309,32 @@ describe("a log that is unreachable for a while (a database restart)", () => {
 });
 
 describe("what a supervisor keeps of a process that ended", () => {
+  it("holds ended processes' output up to keptOutputChars in all; past it, those that ended first keep their exit's tail", async () => {
+    const { log, supervisor } = await setup({ keptOutputChars: 25_000 });
+    // Each prints 7,999 characters: lines "000000" to "001141", and a last line.
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      ids.push(supervisor.start({ command: `i=0; while [ $i -lt 1142 ]; do printf '%06d\\n' $i; i=$((i+1)); done; echo end${i}`, tailChars: 100 }));
+      await supervisor.exited(ids[i]!);
+    }
+    const pages = await Promise.all(ids.map((id) => supervisor.log(id)));
+    expect(pages.map((p) => p.total)).toEqual([7_999, 7_999, 7_999, 7_999, 7_999]);
+    // Held whole: three of 7,999; the fourth and fifth ends each cut the oldest.
+    expect(pages.map((p) => p.offset)).toEqual([7_899, 7_899, 0, 0, 0]);
+    expect(pages[0]!.text).toBe(`${(await supervisor.exited(ids[0]!)).output}`);
+    expect(pages[0]!.text.endsWith("001141\nend0\n")).toBe(true);
+    expect(pages[2]!.text.startsWith("000000\n000001\n")).toBe(true);
+    // A page of what was let go starts where what is held starts, and reaching the end still consumes.
+    expect(pages[1]).toMatchObject({ atEnd: true, exited: true, next: 7_999 });
+    await finish(log, supervisor);
+  });
+
+  it("refuses a keptOutputChars that is not a whole number, by name", async () => {
+    const { log } = await setup();
+    expect(() => new Supervisor({ log, keptOutputChars: -1 })).toThrow(/keptOutputChars/);
+    await log.close();
+  });
+
   // A conversation may run thousands of children: once one has closed, its ChildProcess,
   // pipes and their buffers go (about 4 KB each), and what is kept is its exit and output.
   // In a process of its own, with --expose-gc, over the built supervisor: every ChildProcess

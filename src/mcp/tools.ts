@@ -101,7 +101,7 @@ const readOutput = {
   name: "read_process_output",
   title: "Read a background process's output",
   description: () =>
-    "Returns a page of a background process's output (stdout and stderr together, oldest first), running or finished. Reading a finished process's output to its end counts as taking its result: you will not be notified about it again. Page with offset and the returned next.",
+    "Returns a page of a background process's output (stdout and stderr together, oldest first), running or finished. Reading a finished process's output to its end counts as taking its result: you will not be notified about it again. Page with offset and the returned next. Only the last part of a very long output is kept, and of a process that ended long ago only its last lines: the returned offset says where the page starts.",
   input: {
     process: processId,
     offset: z.number().int("must be a whole number").min(0, "must be 0 or more").optional().describe("Character offset to start at (default 0)."),

@@ -8,6 +8,15 @@ export function stripAnsi(text: string): string {
   return text.replace(ansi, "");
 }
 
+/**
+ * A copy of `text` that shares nothing with the string it was cut from. V8 keeps a long
+ * slice as a view into the whole string it was cut from, so a 2,000-character tail kept
+ * for good would hold a child's whole output.
+ */
+export function detached(text: string): string {
+  return (" " + text).slice(1);
+}
+
 /** Longer than any key block's BEGIN or END line. */
 const markerReach = 64;
 
@@ -31,6 +40,12 @@ export class OutputBuffer {
     this.#drop(this.#text.length - this.#limit);
   }
 
+  /** Drops all but the last `chars` characters (what an ended process keeps once its output is let go). */
+  keepLast(chars: number): void {
+    this.#drop(this.#text.length - chars);
+    this.#text = detached(this.#text);
+  }
+
   #drop(over: number): void {
     if (over <= 0) return;
     // A marker the drop cuts in two counts, read whole with the start of what stays.
@@ -38,6 +53,11 @@ export class OutputBuffer {
     if (open !== undefined) this.#keyOpenAtStart = open;
     this.#text = this.#text.slice(over);
     this.#dropped += over;
+  }
+
+  /** Characters held now. */
+  get held(): number {
+    return this.#text.length;
   }
 
   /** Whether a private key block opened in what was dropped is still open where the held text starts. */

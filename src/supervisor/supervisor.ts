@@ -9,7 +9,7 @@ import { z } from "zod";
 import type { EventLog } from "../events/log.js";
 import { aFunction, assertOptions, type ListsEvery } from "../events/options.js";
 import type { TurnfoldEvent } from "../events/schema.js";
-import { LineSplitter, OutputBuffer, stripAnsi } from "./output.js";
+import { detached, LineSplitter, OutputBuffer, stripAnsi } from "./output.js";
 import { createRedactor, cutContext, redactCut, type Redactor } from "../events/redact.js";
 import { keyBlockBefore, keyOpenAtEnd } from "../events/redact-stream.js";
 import { WatchLimiter, type WatchEffect, type WatchPolicy } from "./watch.js";
@@ -52,6 +52,12 @@ export interface SupervisorOptions {
   readonly redact?: Redactor;
   /** Rolling buffer size in characters. Default 200000. */
   readonly bufferChars?: number;
+  /**
+   * Characters of output kept for reading after a process ended, all ended processes
+   * together. Past it, the processes that ended first keep only the tail their exit event
+   * carries (a long conversation runs thousands). Default 16000000.
+   */
+  readonly keptOutputChars?: number;
   /** Time between SIGTERM and SIGKILL, in ms. Default 2000. */
   readonly killGraceMs?: number;
   readonly watchPolicy?: WatchPolicy;
@@ -81,6 +87,7 @@ const SupervisorOptionsShape = z.strictObject({
   clock: aFunction.optional(),
   redact: aFunction.optional(),
   bufferChars: z.number().int().positive().optional(),
+  keptOutputChars: wholeNumber.optional(),
   killGraceMs: wholeNumber.optional(),
   watchPolicy: z
     .strictObject({ cooldownMs: wholeNumber, maxStrikes: wholeNumber, maxDelivered: wholeNumber, globalMax: wholeNumber, globalWindowMs: wholeNumber, breakerMs: wholeNumber })
@@ -162,6 +169,10 @@ export class Supervisor {
   readonly #clock: () => number;
   readonly #redact: Redactor;
   readonly #bufferChars: number;
+  readonly #keptOutputChars: number;
+  /** Ended processes whose whole buffer is still held, in the order they ended, and the characters those buffers hold. */
+  readonly #endedWhole: Managed[] = [];
+  #endedWholeChars = 0;
   readonly #killGraceMs: number;
   readonly #watch: WatchLimiter;
   readonly #processes = new Map<string, Managed>();
@@ -180,6 +191,7 @@ export class Supervisor {
     this.#clock = options.clock ?? Date.now;
     this.#redact = options.redact ?? createRedactor();
     this.#bufferChars = options.bufferChars ?? 200_000;
+    this.#keptOutputChars = options.keptOutputChars ?? 16_000_000;
     this.#killGraceMs = options.killGraceMs ?? 2000;
     this.#watch = new WatchLimiter(options.watchPolicy);
     this.#identity = options.identify ? currentProcess() : undefined;
@@ -330,9 +342,11 @@ export class Supervisor {
     if (m.result !== undefined) return;
     this.#watch.forget(m.id);
     const tail = m.buffer.tail(m.tailChars);
-    const output = reason === "failedStart" && tail.text === "" && source ? this.#redact(source) : this.#cut(m, m.buffer.total - tail.text.length, m.buffer.total);
+    // Kept with the process's record for as long as the supervisor lives: its own copy.
+    const output = detached(reason === "failedStart" && tail.text === "" && source ? this.#redact(source) : this.#cut(m, m.buffer.total - tail.text.length, m.buffer.total));
     const result: ExitResult = { process: m.id, exitCode, reason, output, outputCut: tail.cut };
     m.result = result;
+    this.#keepEndedOutput(m);
     // A result someone is taking right now (a `wait` in progress, a `kill`) is consumed in
     // the same append as the exit: no drain can see the exit without its consumption.
     m.consumedAtExit = m.killing ? "kill" : m.waiters > 0 ? "wait" : undefined;
@@ -352,6 +366,20 @@ export class Supervisor {
       },
       ...consumed,
     ]).then(() => m.resolveExit(result));
+  }
+
+  /**
+   * Holds an ended process's output for reading later, within `keptOutputChars` for all
+   * ended processes: the ones that ended first are cut to the tail their exit carried.
+   */
+  #keepEndedOutput(m: Managed): void {
+    this.#endedWhole.push(m);
+    this.#endedWholeChars += m.buffer.held;
+    while (this.#endedWholeChars > this.#keptOutputChars) {
+      const oldest = this.#endedWhole.shift()!;
+      this.#endedWholeChars -= oldest.buffer.held;
+      oldest.buffer.keepLast(oldest.tailChars);
+    }
   }
 
   /** Output from `start` to `end`, redacted before it is cut: a secret the cut passes through is never shown in part. */
