@@ -93,12 +93,46 @@ function rawSingle(dir: string, round: number): number {
   return median(times) * 1000;
 }
 
+/** Processes, and chunks of each, that the memory row streams through a log. */
+const chunkedProcesses = 1_000;
+const chunksEach = 3;
+
+/**
+ * The heap a log handle holds once `chunkedProcesses` processes have each streamed
+ * `chunksEach` chunks of 64 KB of output (`process.output`, one append a chunk) and none
+ * has exited, with a reader of its changes as `turnfold serve` has. A handle keeps the
+ * bodies it appended last for its own readers, and the end of each process's output to
+ * redact the next chunk with: both bounded, in characters as well as in count. Measured
+ * after full collections (the bench runs with `--expose-gc`), in MB.
+ */
+async function heldAfterChunks(dir: string): Promise<number> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error("the memory row needs node --expose-gc (npm run bench gives it)");
+  const heapMb = () => {
+    gc();
+    gc();
+    return process.memoryUsage().heapUsed / 1024 / 1024;
+  };
+  const log = await openSqliteLog(join(dir, "chunks.sqlite"));
+  const reader = log.changes().subscribe(() => undefined);
+  const line = "PASS src/module.test.ts (12 tests) 35 ms\n";
+  const before = heapMb();
+  for (let c = 0; c < chunksEach; c++) {
+    for (let p = 0; p < chunkedProcesses; p++) await log.append([{ type: "process.output", at: 1_700_000_000_000 + c, process: `proc_${p}`, chunk: `${line.repeat(1600)}${c}/${p}\n` }]);
+  }
+  const held = heapMb() - before;
+  reader.unsubscribe();
+  await log.close();
+  return held;
+}
+
 export async function appendBench(): Promise<Row[]> {
   const dir = mkdtempSync(join(tmpdir(), "turnfold-bench-"));
   try {
     let round = 0;
     const batched = await interleaved(9, () => turnfoldBatched(dir, round++), () => rawBatched(dir, round++));
     const single = await interleaved(3, () => turnfoldSingle(dir, round++), () => rawSingle(dir, round++));
+    const held = await heldAfterChunks(dir);
     const ratio = batched.a / batched.b;
     return [
       {
@@ -117,6 +151,14 @@ export async function appendBench(): Promise<Row[]> {
         ratio: single.b / single.a,
         target: "reported",
         pass: undefined,
+      },
+      {
+        name: `append: heap a read log holds after ${fmt(chunkedProcesses)} processes streamed ${chunksEach} output chunks of 64 KB each, none exited (MB)`,
+        value: `${fmt(held)} MB`,
+        baseline: `${fmt((chunkedProcesses * chunksEach * 64) / 1024)} MB of output`,
+        ratio: undefined,
+        target: "≤ 16 MB (its bounded caches, not the output)",
+        pass: held <= 16,
       },
     ];
   } finally {

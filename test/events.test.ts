@@ -127,6 +127,29 @@ describe("RecentBodies (what a log handle reads back from memory)", () => {
     expect(recent.from(28, 10)).toEqual(stored([28]));
   });
 
+  it("keeps at most twice maxChars characters of bodies, and no transaction bigger than maxChars: a stream of large chunks is not held by the thousand", () => {
+    // Bodies of one size (seqs of one digit); maxChars is three of them.
+    const chunk = (seq: number): TurnfoldEvent => ({ type: "process.output", at: seq, process: "p1", chunk: `${"x".repeat(290)}${seq % 10}` });
+    const size = bodyOf(chunk(1)).length;
+    const recent = new RecentBodies(100, 3 * size);
+    recent.listen();
+    const kept = () => Array.from({ length: 12 }, (_, i) => i + 1).filter((seq) => recent.from(seq, 1) !== undefined);
+    for (let seq = 1; seq <= 6; seq++) (recent.write(seq, chunk(seq), bodyOf(chunk(seq))), recent.commit());
+    expect(kept()).toEqual([1, 2, 3, 4, 5, 6]);
+    // A seventh passes twice maxChars: the oldest go until three are left.
+    recent.write(7, chunk(7), bodyOf(chunk(7)));
+    recent.commit();
+    expect(kept()).toEqual([5, 6, 7]);
+    expect(recent.from(5, 10)).toEqual([5, 6, 7].map((seq) => toStored({ seq, body: bodyOf(chunk(seq)) })));
+    // A transaction of more than maxChars is not kept, and the run starts after it.
+    for (let seq = 8; seq <= 11; seq++) recent.write(seq, chunk(seq), bodyOf(chunk(seq)));
+    recent.commit();
+    expect([kept(), recent.last]).toEqual([[], 0]);
+    recent.write(12, chunk(12), bodyOf(chunk(12)));
+    recent.commit();
+    expect(kept()).toEqual([12]);
+  });
+
   it("makes each event afresh for each read, as its stored JSON reads back, whatever the caller does to what it appended", () => {
     const recent = new RecentBodies(8);
     recent.listen();

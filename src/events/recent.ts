@@ -22,16 +22,27 @@ export class RecentBodies {
   #listening = false;
   #first = 1;
   #bodies: Kept[] = [];
+  /** Each kept body's length in characters (as stored), and their sum. */
+  #sizes: number[] = [];
+  #chars = 0;
   /** The open transaction's rows: consecutive seqs from `#pendingFirst`. */
   #pendingFirst = 0;
   #pending: Kept[] = [];
+  #pendingSizes: number[] = [];
+  #pendingChars = 0;
   /** The last seq written in the open transaction when it wrote more than the run keeps, or out of order. */
   #overflow: number | undefined;
   readonly #capacity: number;
+  readonly #maxChars: number;
 
-  /** Keeps at most twice `capacity` bodies: a bulk import must not hold its batches twice. */
-  constructor(capacity = 2048) {
+  /**
+   * Keeps at most twice `capacity` bodies, and at most twice `maxChars` characters of them:
+   * a bulk import must not hold its batches twice, nor a producer that streams a job's
+   * output in large chunks thousands of them.
+   */
+  constructor(capacity = 2048, maxChars = 4_000_000) {
     this.#capacity = capacity;
+    this.#maxChars = maxChars;
   }
 
   /** From now on, committed rows are kept. */
@@ -43,10 +54,20 @@ export class RecentBodies {
   write(seq: number, event: TurnfoldEvent, body: string): void {
     if (!this.#listening) return;
     if (this.#pending.length === 0 && this.#overflow === undefined) this.#pendingFirst = seq;
-    if (this.#overflow !== undefined || this.#pending.length >= this.#capacity || seq !== this.#pendingFirst + this.#pending.length) {
+    if (this.#overflow !== undefined || this.#pending.length >= this.#capacity || this.#pendingChars + body.length > this.#maxChars || seq !== this.#pendingFirst + this.#pending.length) {
       this.#overflow = seq;
-      this.#pending = [];
-    } else this.#pending.push(flatStored(event, seq) ?? body);
+      this.#clearPending();
+    } else {
+      this.#pending.push(flatStored(event, seq) ?? body);
+      this.#pendingSizes.push(body.length);
+      this.#pendingChars += body.length;
+    }
+  }
+
+  #clearPending(): void {
+    this.#pending = [];
+    this.#pendingSizes = [];
+    this.#pendingChars = 0;
   }
 
   /** The open transaction committed: its rows join the run. */
@@ -55,6 +76,8 @@ export class RecentBodies {
       // Too big (or too odd) to keep: the run starts again after it.
       this.#first = this.#overflow + 1;
       this.#bodies = [];
+      this.#sizes = [];
+      this.#chars = 0;
       this.#overflow = undefined;
       return;
     }
@@ -62,14 +85,23 @@ export class RecentBodies {
     if (this.#pendingFirst !== this.#first + this.#bodies.length) {
       this.#first = this.#pendingFirst;
       this.#bodies = this.#pending;
+      this.#sizes = this.#pendingSizes;
+      this.#chars = this.#pendingChars;
     } else {
       for (const body of this.#pending) this.#bodies.push(body);
+      for (const size of this.#pendingSizes) this.#sizes.push(size);
+      this.#chars += this.#pendingChars;
     }
-    this.#pending = [];
+    this.#clearPending();
     // Dropped a half at a time, so a long run of small appends does not shift on each.
-    if (this.#bodies.length > 2 * this.#capacity) {
-      const drop = this.#bodies.length - this.#capacity;
+    if (this.#bodies.length > 2 * this.#capacity || this.#chars > 2 * this.#maxChars) {
+      let drop = Math.max(0, this.#bodies.length - this.#capacity);
+      let chars = this.#chars;
+      for (let i = 0; i < drop; i++) chars -= this.#sizes[i]!;
+      while (chars > this.#maxChars) chars -= this.#sizes[drop++]!;
       this.#bodies = this.#bodies.slice(drop);
+      this.#sizes = this.#sizes.slice(drop);
+      this.#chars = chars;
       this.#first += drop;
     }
   }
@@ -81,7 +113,7 @@ export class RecentBodies {
    */
   keep(first: number, events: readonly TurnfoldEvent[], bodies: readonly string[]): void {
     if (!this.#listening || events.length === 0) return;
-    this.#pending = [];
+    this.#clearPending();
     this.#overflow = undefined;
     for (let i = 0; i < events.length; i++) this.write(first + i, events[i]!, bodies[i]!);
     this.commit();
@@ -89,7 +121,7 @@ export class RecentBodies {
 
   /** The open transaction rolled back: nothing it wrote is kept. */
   rollback(): void {
-    this.#pending = [];
+    this.#clearPending();
     this.#overflow = undefined;
   }
 

@@ -10,6 +10,7 @@
 import type { TurnfoldEvent } from "./schema.js";
 import { cutContext, redactCut, redactEvent, type Redactor } from "./redact.js";
 import { redacted } from "./redaction-rules.js";
+import { detached } from "./text.js";
 
 const beginMarker = /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----/g;
 const endMarker = /-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----/g;
@@ -87,7 +88,8 @@ export class OutputContext {
     const chunk = redactAfter(redact, before, event.chunk, seen?.keyOpen ?? false);
     const printed = before + event.chunk;
     this.#seen.delete(event.process);
-    this.#seen.set(event.process, { tail: printed.slice(-cutContext), keyOpen: keyOpenAtEnd(printed) ?? seen?.keyOpen ?? false });
+    // Kept until the process's next chunk or its exit: a copy, not a view into the chunk.
+    this.#seen.set(event.process, { tail: detached(printed.slice(-cutContext)), keyOpen: keyOpenAtEnd(printed) ?? seen?.keyOpen ?? false });
     if (this.#seen.size > this.#limit) this.#seen.delete(this.#seen.keys().next().value!);
     const rest = redactEvent({ ...event, chunk: "" }, redact);
     return { ...rest, chunk };

@@ -1,20 +1,12 @@
 /** A process's output: a rolling buffer of the last N characters, ANSI escapes stripped. */
 import { keyOpenAtEnd } from "../events/redact-stream.js";
+import { detached } from "../events/text.js";
 
 // CSI sequences, OSC sequences (ended by BEL or ST), and lone two-character escapes.
 const ansi = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-Z\\-_]/g;
 
 export function stripAnsi(text: string): string {
   return text.replace(ansi, "");
-}
-
-/**
- * A copy of `text` that shares nothing with the string it was cut from. V8 keeps a long
- * slice as a view into the whole string it was cut from, so a 2,000-character tail kept
- * for good would hold a child's whole output.
- */
-export function detached(text: string): string {
-  return (" " + text).slice(1);
 }
 
 /** Longer than any key block's BEGIN or END line. */
