@@ -1,9 +1,10 @@
 /** Append throughput and latency of the SQLite log against raw better-sqlite3, same file layout. */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { openSqliteLog } from "../src/events/sqlite-log.js";
+import { Supervisor } from "../src/supervisor/supervisor.js";
 import type { TurnfoldEvent } from "../src/events/schema.js";
 import { fmt, interleaved, median, type Row } from "./harness.js";
 
@@ -93,6 +94,15 @@ function rawSingle(dir: string, round: number): number {
   return median(times) * 1000;
 }
 
+/** The heap in use after full collections, in MB (the bench runs with `--expose-gc`). */
+function heapMb(): number {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error("the memory rows need node --expose-gc (npm run bench gives it)");
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed / 1024 / 1024;
+}
+
 /** Processes, and chunks of each, that the memory row streams through a log. */
 const chunkedProcesses = 1_000;
 const chunksEach = 3;
@@ -106,13 +116,6 @@ const chunksEach = 3;
  * after full collections (the bench runs with `--expose-gc`), in MB.
  */
 async function heldAfterChunks(dir: string): Promise<number> {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc === undefined) throw new Error("the memory row needs node --expose-gc (npm run bench gives it)");
-  const heapMb = () => {
-    gc();
-    gc();
-    return process.memoryUsage().heapUsed / 1024 / 1024;
-  };
   const log = await openSqliteLog(join(dir, "chunks.sqlite"));
   const reader = log.changes().subscribe(() => undefined);
   const line = "PASS src/module.test.ts (12 tests) 35 ms\n";
@@ -126,6 +129,35 @@ async function heldAfterChunks(dir: string): Promise<number> {
   return held;
 }
 
+/** Children the watch row runs, one after another. */
+const watchedChildren = 300;
+
+/**
+ * The heap a read log holds once `watchedChildren` supervised children have each printed
+ * 64 KB in one write with a watched line in the middle, and exited: a watch hit's line is
+ * cut from the chunk the pipe gave, and the log keeps the events it appended last for its
+ * readers. In MB, after full collections; with the default limits on watch hits it would
+ * see a few of them.
+ */
+async function heldAfterWatchedChildren(dir: string): Promise<number> {
+  const log = await openSqliteLog(join(dir, "watched.sqlite"));
+  const reader = log.changes().subscribe(() => undefined);
+  const file = join(dir, "watched.txt");
+  writeFileSync(file, `${"PASS src/module.test.ts (12 tests) 35 ms\n".repeat(800)}FAIL src/thing.test.ts: expected 1 to be 2\n${"PASS src/other.test.ts (3 tests) 12 ms\n".repeat(800)}`);
+  // Every hit reported (the default limits report 15 in 10 s in all), and no ended child's
+  // output held beyond its exit's tail: what is left is what the log's readers keep.
+  const watchPolicy = { cooldownMs: 0, maxStrikes: 1_000, maxDelivered: 1_000, globalMax: 1_000_000, globalWindowMs: 1_000, breakerMs: 1 };
+  const supervisor = new Supervisor({ log, timers: false, keptOutputChars: 0, watchPolicy });
+  const before = heapMb();
+  for (let i = 0; i < watchedChildren; i++) await supervisor.exited(supervisor.start({ command: `cat '${file}'`, watch: ["FAIL"] }));
+  await supervisor.flush();
+  const held = heapMb() - before;
+  await supervisor.close();
+  reader.unsubscribe();
+  await log.close();
+  return held;
+}
+
 export async function appendBench(): Promise<Row[]> {
   const dir = mkdtempSync(join(tmpdir(), "turnfold-bench-"));
   try {
@@ -133,6 +165,7 @@ export async function appendBench(): Promise<Row[]> {
     const batched = await interleaved(9, () => turnfoldBatched(dir, round++), () => rawBatched(dir, round++));
     const single = await interleaved(3, () => turnfoldSingle(dir, round++), () => rawSingle(dir, round++));
     const held = await heldAfterChunks(dir);
+    const watched = await heldAfterWatchedChildren(dir);
     const ratio = batched.a / batched.b;
     return [
       {
@@ -159,6 +192,14 @@ export async function appendBench(): Promise<Row[]> {
         ratio: undefined,
         target: "≤ 16 MB (its bounded caches, not the output)",
         pass: held <= 16,
+      },
+      {
+        name: `supervisor: heap a read log holds after ${fmt(watchedChildren)} children each printed 64 KB with a watched line in it, every hit reported (MB)`,
+        value: `${fmt(watched)} MB`,
+        baseline: `${fmt((watchedChildren * 64) / 1024)} MB of output`,
+        ratio: undefined,
+        target: "≤ 4 MB (its records, not the output)",
+        pass: watched <= 4,
       },
     ];
   } finally {

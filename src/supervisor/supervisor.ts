@@ -334,7 +334,9 @@ export class Supervisor {
 
   #watchEvent(effect: WatchEffect): TurnfoldEvent {
     const at = this.#clock();
-    if (effect.type === "watch.matched") return { ...effect, at, output: this.#redact(effect.output) };
+    // The line is cut from the chunk the pipe gave (up to 64 KB): the event, which the log's
+    // cache of recent appends may keep a while, holds a copy of it, not the whole chunk.
+    if (effect.type === "watch.matched") return { ...effect, at, output: detached(this.#redact(effect.output)) };
     return { ...effect, at };
   }
 
@@ -343,8 +345,7 @@ export class Supervisor {
     if (m.result !== undefined) return;
     this.#watch.forget(m.id);
     const tail = m.buffer.tail(m.tailChars);
-    // Kept with the process's record for as long as the supervisor lives: its own copy.
-    const output = detached(reason === "failedStart" && tail.text === "" && source ? this.#redact(source) : this.#cut(m, m.buffer.total - tail.text.length, m.buffer.total));
+    const output = reason === "failedStart" && tail.text === "" && source ? this.#redact(source) : this.#cut(m, m.buffer.total - tail.text.length, m.buffer.total);
     const result: ExitResult = { process: m.id, exitCode, reason, output, outputCut: tail.cut };
     m.result = result;
     this.#keepEndedOutput(m);
@@ -389,7 +390,9 @@ export class Supervisor {
     // A key block whose BEGIN lies further back than the context still hides what follows
     // it, and so does one whose BEGIN the buffer has already dropped.
     const open = keyOpenAtEnd(text.slice(0, from)) === undefined ? keyBlockBefore(m.buffer.before(start), m.buffer.keyOpenAtStart) : "";
-    return redactCut(this.#redact, open + text, from + open.length, to + open.length);
+    // A copy: a cut is kept (an exit's tail for as long as the supervisor lives, a heartbeat
+    // in the log's cache) and would otherwise hold the whole buffer it was cut from.
+    return detached(redactCut(this.#redact, open + text, from + open.length, to + open.length));
   }
 
   #get(id: string): Managed {
