@@ -310,7 +310,7 @@ describe("a log that is unreachable for a while (a database restart)", () => {
 
 describe("what a supervisor keeps of a process that ended", () => {
   it("holds ended processes' output up to keptOutputChars in all; past it, those that ended first keep their exit's tail", async () => {
-    const { log, supervisor } = await setup({ keptOutputChars: 25_000 });
+    const { log, supervisor, events } = await setup({ keptOutputChars: 25_000 });
     // Each prints 7,999 characters: lines "000000" to "001141", and a last line.
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
@@ -321,11 +321,12 @@ describe("what a supervisor keeps of a process that ended", () => {
     expect(pages.map((p) => p.total)).toEqual([7_999, 7_999, 7_999, 7_999, 7_999]);
     // Held whole: three of 7,999; the fourth and fifth ends each cut the oldest.
     expect(pages.map((p) => p.offset)).toEqual([7_899, 7_899, 0, 0, 0]);
-    expect(pages[0]!.text).toBe(`${(await supervisor.exited(ids[0]!)).output}`);
+    expect(pages[0]!.text).toBe((await supervisor.exited(ids[0]!)).output);
     expect(pages[0]!.text.endsWith("001141\nend0\n")).toBe(true);
     expect(pages[2]!.text.startsWith("000000\n000001\n")).toBe(true);
     // A page of what was let go starts where what is held starts, and reaching the end still consumes.
     expect(pages[1]).toMatchObject({ atEnd: true, exited: true, next: 7_999 });
+    expect(ofType(await events(), "process.consumed").map((e) => [e["process"], e["act"]])).toEqual(ids.map((id) => [id, "log"]));
     await finish(log, supervisor);
   });
 
