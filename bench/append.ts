@@ -6,7 +6,7 @@ import Database from "better-sqlite3";
 import { openSqliteLog } from "../src/events/sqlite-log.js";
 import { Supervisor } from "../src/supervisor/supervisor.js";
 import type { TurnfoldEvent } from "../src/events/schema.js";
-import { fmt, interleaved, median, type Row } from "./harness.js";
+import { fmt, interleaved, liveHeapBytes, median, type Row } from "./harness.js";
 
 const batchSize = 1000;
 const batches = 30;
@@ -94,14 +94,8 @@ function rawSingle(dir: string, round: number): number {
   return median(times) * 1000;
 }
 
-/** The heap in use after full collections, in MB (the bench runs with `--expose-gc`). */
-function heapMb(): number {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc === undefined) throw new Error("the memory rows need node --expose-gc (npm run bench gives it)");
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed / 1024 / 1024;
-}
+/** The heap in use after a full collection, in MB. */
+const heapMb = () => liveHeapBytes() / 1024 / 1024;
 
 /** Processes, and chunks of each, that the memory row streams through a log. */
 const chunkedProcesses = 1_000;

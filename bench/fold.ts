@@ -11,7 +11,7 @@ import Database from "better-sqlite3";
 import type { Stored, TurnfoldEvent } from "../src/events/schema.js";
 import { openLog } from "../src/open.js";
 import { Projection } from "../src/projections/project.js";
-import { measuredChild, fmt, interleaved, type Row } from "./harness.js";
+import { liveHeapBytes, measuredChild, fmt, interleaved, type Row } from "./harness.js";
 import { workload } from "../src/testing/workload.js";
 
 const total = 1_000_000;
@@ -61,14 +61,10 @@ function floorRate(total: number, sessions: number): number {
 }
 
 function heapAfterFold(): number {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (!gc) throw new Error("run the benchmark with --expose-gc");
-  gc();
-  const before = process.memoryUsage().heapUsed;
+  const before = liveHeapBytes();
   const projection = new Projection();
   for (const event of workload(total, sessions)) projection.push(event);
-  gc();
-  const after = process.memoryUsage().heapUsed;
+  const after = liveHeapBytes();
   // Keep the projection alive until after the measurement.
   if (projection.query.sessionCount !== sessions) throw new Error("unexpected state");
   return (after - before) / (1024 * 1024);

@@ -71,6 +71,17 @@ export function printTable(rows: readonly Row[]): void {
  */
 export const peakProbe = `data:text/javascript,import{readFileSync}from"node:fs";process.on("exit",()=>{let kb=process.resourceUsage().maxRSS;try{kb=Number(/VmHWM:\\s+(\\d+)/.exec(readFileSync("/proc/self/status","utf8"))[1])}catch{}process.stderr.write("peak-rss-kb "+kb+"\\n");if(globalThis.gc){globalThis.gc();process.stderr.write("retained-kb "+Math.round(process.memoryUsage().heapUsed/1024)+"\\n")}})`;
 
+/**
+ * The bench process's heap in use after a full collection, in bytes: what a row keeps alive
+ * (the bench runs with `--expose-gc`, as `npm run bench` starts it).
+ */
+export function liveHeapBytes(): number {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error("the heap rows need node --expose-gc (npm run bench gives it)");
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
 /** Runs a node script as a child; resolves to its wall time, peak RSS and (with `retained`) the heap live at its end. */
 export function measuredChild(args: readonly string[], options: { retained?: boolean } = {}): Promise<{ ms: number; peakMb: number; retainedMb: number | undefined }> {
   return new Promise((resolve, reject) => {

@@ -7,7 +7,7 @@
  */
 import { Projection } from "../src/projections/project.js";
 import { monthsOfWork } from "../src/testing/months.js";
-import { fmt, type Row } from "./harness.js";
+import { fmt, liveHeapBytes, type Row } from "./harness.js";
 
 interface Mark {
   readonly events: number;
@@ -29,8 +29,7 @@ function parts(text: string): [string, number][] {
 }
 
 function heapMb(): number {
-  (globalThis as { gc?: () => void }).gc?.();
-  return process.memoryUsage().heapUsed / 1e6;
+  return liveHeapBytes() / 1e6;
 }
 
 export async function monthsBench(): Promise<Row[]> {
