@@ -134,6 +134,24 @@ describe("output is redacted before it is cut", () => {
     await log.close();
   });
 
+  it("a token longer than the context (a 2 KB JWT): the exit's tail and a page that start inside it show none of its signature", async () => {
+    const log = await openLog(join(dir, `long-${n++}.sqlite`));
+    const supervisor = new Supervisor({ log });
+    const part = (n: number, from: number) => Array.from({ length: n }, (_, i) => "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[(i * i + from) % 64]).join("");
+    const signature = part(342, 7);
+    const jwt = `eyJhbGciOiJSUzI1NiJ9.${part(1600, 3)}.${signature}`;
+    // The tail (600 characters) and the page both start 1,700 characters into the token.
+    const id = supervisor.start({ command: `printf 'token:\n%s\n' '${jwt}'`, tailChars: 600, owner: "s" });
+    const result = await supervisor.exited(id);
+    expect(leaks(result.output, signature), JSON.stringify(result.output)).toBeUndefined();
+    const { text } = await supervisor.log(id, { offset: "token:\n".length + 1700, limit: 200 });
+    expect(leaks(text, signature), JSON.stringify(text)).toBeUndefined();
+    await supervisor.flush();
+    expect(leaks(JSON.stringify(await readAll(log)).replace(/"command":"[^"]*"/g, ""), signature)).toBeUndefined();
+    await supervisor.close();
+    await log.close();
+  });
+
   it("redactCut: the part between the cuts, with a secret across either cut shown as its replacement", () => {
     const redact = createRedactor();
     const text = "aaa password=hunter2hunter2 bbb";

@@ -12,6 +12,7 @@ import { countByRule, scanText } from "../src/events/scan.js";
 import type { TurnfoldEvent } from "../src/events/schema.js";
 import { openLog } from "../src/open.js";
 import { benignCorpus, secretCorpus } from "../src/testing/secret-corpus.js";
+import { seeded } from "../src/testing/random.js";
 
 const redact = createRedactor();
 
@@ -129,6 +130,25 @@ describe("a secret split across chunks (issue 58, point 3)", () => {
       expect(chunks.startsWith("deploying\n")).toBe(true);
       expect(chunks.endsWith("key installed\n")).toBe(true);
     }
+  });
+
+  // A cloud's identity token: a JWT of about 2 KB, longer than the context a cut carries.
+  const next = seeded(20261207);
+  const part = (n: number) => Array.from({ length: n }, () => "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[Math.floor(next() * 64)]).join("");
+  const signature = part(342);
+  const jwt = `eyJhbGciOiJSUzI1NiIsImtpZCI6IjEifQ.${part(1500)}.${signature}`;
+
+  it("a token longer than the context, split past its first 1,024 characters, shows none of its signature", async () => {
+    const text = `token for the cluster:\n${jwt}\nnext step\n`;
+    for (const at of [1200, 1500, 1700, 1900]) {
+      const { chunks } = await storedChunks([text.slice(0, at), text.slice(at)]);
+      expect(leak(chunks, signature), `split at ${at}`).toBeUndefined();
+      expect(chunks.endsWith("\nnext step\n")).toBe(true);
+    }
+    // An exit whose tail starts inside the token: the chunks before it hold the token's start.
+    const printed = `token for the cluster:\n${jwt}\n`;
+    const tail = await storedChunks([printed.slice(0, 1000), printed.slice(1000)], printed.slice(-400));
+    expect(leak(tail.exit!, signature)).toBeUndefined();
   });
 
   it("an exit's tail after the chunks: one that continues them, and one that ends inside a key whose BEGIN it does not hold", async () => {

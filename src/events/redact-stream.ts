@@ -3,12 +3,13 @@
  * splits a job's output where the pipe happened to split it: a secret may begin in one
  * chunk and end in the next (`DB_PASSWORD=hun` | `ter2`), and a private key may span many.
  * Each log keeps, per process, the end of what that process printed before (`cutContext`
- * characters) and whether a private key block is open there, and redacts each chunk (and
+ * characters, or back to the start of a longer token the end is inside: `contextStart`)
+ * and whether a private key block is open there, and redacts each chunk (and
  * the exit's tail after them) with that context, as the supervisor redacts a cut through
  * its buffer (`redactCut`).
  */
 import type { TurnfoldEvent } from "./schema.js";
-import { cutContext, redactCut, redactEvent, type Redactor } from "./redact.js";
+import { contextStart, redactCut, redactEvent, type Redactor } from "./redact.js";
 import { redacted } from "./redaction-rules.js";
 import { detached } from "./text.js";
 
@@ -61,7 +62,7 @@ export function redactAfter(redact: Redactor, before: string, piece: string, key
 }
 
 interface Seen {
-  /** The last `cutContext` characters the process printed, as printed. */
+  /** The end of what the process printed, as printed: from `contextStart` on. */
   tail: string;
   keyOpen: boolean;
 }
@@ -89,7 +90,7 @@ export class OutputContext {
     const printed = before + event.chunk;
     this.#seen.delete(event.process);
     // Kept until the process's next chunk or its exit: a copy, not a view into the chunk.
-    this.#seen.set(event.process, { tail: detached(printed.slice(-cutContext)), keyOpen: keyOpenAtEnd(printed) ?? seen?.keyOpen ?? false });
+    this.#seen.set(event.process, { tail: detached(printed.slice(contextStart(printed, printed.length))), keyOpen: keyOpenAtEnd(printed) ?? seen?.keyOpen ?? false });
     if (this.#seen.size > this.#limit) this.#seen.delete(this.#seen.keys().next().value!);
     const rest = redactEvent({ ...event, chunk: "" }, redact);
     return { ...rest, chunk };

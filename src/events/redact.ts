@@ -215,13 +215,39 @@ export function redactEvent<E extends object>(event: E, redact: Redactor): E {
 export const cutContext = 1024;
 
 /**
+ * How far the context before a cut reaches back for a token longer than `cutContext` (a
+ * cloud's identity token as a JWT of several KB, a private key in base64 on one line) when
+ * the cut passes through it: its start, up to this many characters before the cut.
+ */
+export const longestToken = 8192;
+
+/** Whether a character code is one that ends a run of token characters: a space or a line break. */
+function spaceCode(c: number): boolean {
+  return c === 32 || c === 10 || c === 13 || c === 9 || c === 12 || c === 11;
+}
+
+/**
+ * Where the context before a cut at `at` in `text` starts: `cutContext` characters before
+ * it, or further back to the start of the run without spaces that the point lies in, so a
+ * secret longer than the context that the cut passes through is seen from its start. At
+ * most `longestToken` characters before `at`.
+ */
+export function contextStart(text: string, at: number): number {
+  let start = Math.max(0, at - cutContext);
+  const floor = Math.max(0, at - longestToken);
+  while (start > floor && !spaceCode(text.charCodeAt(start - 1))) start--;
+  return start;
+}
+
+/**
  * `text.slice(from, to)` redacted with the rest of `text` as context: what a cut through
  * output (a tail, a heartbeat, a page) must show, where redacting after the cut would miss
  * a secret whose keyword or prefix fell outside it (`password=` before the cut, 30
  * characters of the password after it). The whole text is redacted, and the parts before
  * `from` and after `to` are taken off by what they redact to alone: a secret that crosses
  * the cut shows as (part of) its replacement, never as its characters. Works with any
- * redactor, an embedder's included. Give it `cutContext` characters on each side.
+ * redactor, an embedder's included. Give it `cutContext` characters after the cut, and
+ * before it from `contextStart`.
  */
 export function redactCut(redact: Redactor, text: string, from: number, to = text.length): string {
   const whole = redact(text);

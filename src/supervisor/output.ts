@@ -1,4 +1,5 @@
 /** A process's output: a rolling buffer of the last N characters, ANSI escapes stripped. */
+import { contextStart } from "../events/redact.js";
 import { keyOpenAtEnd } from "../events/redact-stream.js";
 import { detached } from "../events/text.js";
 
@@ -88,14 +89,16 @@ export class OutputBuffer {
   }
 
   /**
-   * The characters from absolute offset `start` to `end` with up to `context` characters
-   * of what the buffer holds on each side: `text.slice(from, to)` is the part asked for.
-   * For cutting output where a secret may cross the cut (`redactCut`).
+   * The characters from absolute offset `start` to `end` with what the buffer holds around
+   * them: before, from `contextStart` (`cutContext` characters, or back to the start of a
+   * longer token the cut is inside); after, up to `context` characters.
+   * `text.slice(from, to)` is the part asked for. For cutting output where a secret may
+   * cross the cut (`redactCut`).
    */
   around(start: number, end: number, context: number): { text: string; from: number; to: number } {
     const first = Math.max(start, this.#dropped) - this.#dropped;
     const last = Math.max(first, Math.min(end, this.total) - this.#dropped);
-    const before = Math.max(0, first - context);
+    const before = contextStart(this.#text, first);
     const text = this.#text.slice(before, Math.min(this.#text.length, last + context));
     return { text, from: first - before, to: last - before };
   }
