@@ -262,9 +262,10 @@ const placeRules: RedactionRule[] = [
   {
     // -p X (or -pX) of a login: the registries' (docker, podman, helm, buildah, skopeo,
     // nerdctl, oras, crane, regctl), the clouds' (`az login -u … -p …`, OpenShift's `oc`,
-    // Cloud Foundry's `cf`); and sshpass.
+    // Cloud Foundry's `cf`); and sshpass. A quoted value that the text ends inside (a chunk
+    // of output cut there) counts, here and in the flag rules below.
     name: "login-password",
-    pattern: /(\b(?:(?:docker|podman|helm(?: registry)?|buildah|skopeo|nerdctl|oras|crane|regctl|az|oc|cf)\b[^\r\n]*?\blogin\b|\bsshpass\b)[^\r\n]*?\s-p[ \t=]*)(?:"[^"\r\n]*"|'[^'\r\n]*'|(?!-)[^\s"']+)/g,
+    pattern: /(\b(?:(?:docker|podman|helm(?: registry)?|buildah|skopeo|nerdctl|oras|crane|regctl|az|oc|cf)\b[^\r\n]*?\blogin\b|\bsshpass\b)[^\r\n]*?\s-p[ \t=]*)(?:"[^"\r\n]*(?:"|$)|'[^'\r\n]*(?:'|$)|(?!-)[^\s"']+)/g,
     replace: `$1${redacted}`,
     trigger: /login|sshpass/,
     gate: punctuated,
@@ -272,7 +273,7 @@ const placeRules: RedactionRule[] = [
   {
     // mysql -pSECRET (the password is glued to -p; `-p` alone asks for it).
     name: "mysql-password",
-    pattern: /(\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport)\b[^\r\n]*?\s-p)(?!\s)(?:"[^"\r\n]*"|'[^'\r\n]*'|[^\s"']+)/g,
+    pattern: /(\b(?:mysql|mariadb|mysqldump|mysqladmin|mysqlimport)\b[^\r\n]*?\s-p)(?!\s)(?:"[^"\r\n]*(?:"|$)|'[^'\r\n]*(?:'|$)|[^\s"']+)/g,
     replace: `$1${redacted}`,
     trigger: /mysql|mariadb/,
     gate: punctuated,
@@ -282,7 +283,7 @@ const placeRules: RedactionRule[] = [
     // the mongo tools), `redis-cli -a X`, `sqlcmd -U sa -P X`. Each client's other short
     // flags are left alone (`redis-cli -p 6379` is a port).
     name: "client-password",
-    pattern: /(\b(?:(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport)\b[^\r\n]*?\s-p|\bredis-cli\b[^\r\n]*?\s-a|\bsqlcmd\b[^\r\n]*?\s-P)[ \t]+)(?:"[^"\r\n]*"|'[^'\r\n]*'|(?!-)[^\s"']+)/g,
+    pattern: /(\b(?:(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport)\b[^\r\n]*?\s-p|\bredis-cli\b[^\r\n]*?\s-a|\bsqlcmd\b[^\r\n]*?\s-P)[ \t]+)(?:"[^"\r\n]*(?:"|$)|'[^'\r\n]*(?:'|$)|(?!-)[^\s"']+)/g,
     replace: `$1${redacted}`,
     trigger: /mongo|redis-cli|sqlcmd/,
     gate: punctuated,
