@@ -96,7 +96,10 @@ const triggerPieces = [
   // One whole trigger of each rule besides, so that every rule's is drawn often.
   "sk-ant-", "pk-", "ghu_", "glrt-", "rk_test_", "sk_live_", "dop_v1_", "shpss_", "xoxe-", "discordapp.com/api/webhooks", "ABIA", "ACCA", "3Q~", "SKf",
   "-us12", "sq0csp-", "dp.scim.", "hvr.", "sntrys_", "sntryu_",
-  // The words of the credential lines behind the same gate (netrc, SQL's IDENTIFIED BY).
+  "xapp-1-", "gsk_", "xai-", "pplx-", "r8_", "lsv2_sk_", "tvly-prod-", "ntn_", "figd_", "PMAK-", "dckr_oat_", "HRKU-AA", "fo1_", "fm1r_", "nfp_",
+  "sbp_", "sb_secret_", "pul-", ".atlasv1.", "atlasv1", "bkua_", "CCIPAT_", "glsa_", "glc_", "sk.eyJ", "ops_eyJ", "ops", "fm", "ntn", "r8", "1",
+  "LS0tLS1CRUdJTi", "LS0tLS1", "IFBSSVZBVEUgS0VZ", "UFJJVkFURSBLRVk", "aws configure set ", "aws configure", "aws", "aws_secret_access_key ", "aws_session_token",
+  // The words of the credential lines behind the same gate (netrc, SQL's IDENTIFIED BY, aws configure).
   "machine", "mach", "login", "password", "IDENTIFIED", "identified", "BY", "by", "WITH",
 ];
 const tokenRules = defaultRules.filter((rule) => rule.gate === tokenShaped);
@@ -116,9 +119,9 @@ const tokens: fc.Arbitrary<string> = fc.oneof(
 );
 
 test.prop([fc.array(fc.oneof(fc.constantFrom(...triggerPieces), tokens), { minLength: 1, maxLength: 6 }).map((pieces) => pieces.join(""))], { numRuns: 3000 })(
-  "the token gate: every text that the pattern of a rule behind it matches (the vendors, bearer, netrc, SQL's IDENTIFIED BY) passes the gate and the rule's trigger, so no secret skips its rule",
+  "the token gate: every text that the pattern of a rule behind it matches (the vendors, bearer, netrc, SQL's IDENTIFIED BY, aws configure, a base64 private key) passes the gate and the rule's trigger, so no secret skips its rule",
   (text) => {
-    expect(tokenRules.length).toBe(36);
+    expect(tokenRules.length).toBe(60);
     for (const rule of tokenRules) {
       rule.pattern.lastIndex = 0;
       const matched = rule.pattern.test(text);

@@ -104,6 +104,7 @@ describe("a secret split across chunks (issue 58, point 3)", () => {
     { line: "CREATE USER app WITH PASSWORD 'Sup3rS3cretPw';\n", secret: "Sup3rS3cretPw" },
     { line: "        - name: DB_PASSWORD\n          value: Sup3rS3cretPw\n", secret: "Sup3rS3cretPw" },
     { line: "+ docker login -u ci -p \"Sup3rS3cretPw\" registry.example.com\n", secret: "Sup3rS3cretPw" },
+    { line: "aws configure set aws_session_token 'Sup3rS3cretPw'\n", secret: "Sup3rS3cretPw" },
     // A chunk that ends before a token's shape is whole (ghp_ and fewer than 20 characters)
     // cannot be known for one: that part shows. What follows the split never does.
     { line: "using ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 now\n", secret: "TUVWXYZ0123456789" },

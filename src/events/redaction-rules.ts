@@ -332,11 +332,13 @@ const placeRules: RedactionRule[] = [
     gate: tokenShaped,
   },
   {
-    // Connection strings: AccountKey=…; SharedAccessKey=…; and a SAS signature (sig=…).
+    // Connection strings: AccountKey=…; SharedAccessKey=…; a SAS signature (sig=…); and
+    // what makes a presigned S3 or Cloud Storage URL a credential (its signature, and the
+    // session token of the keys that signed it).
     name: "connection-string",
-    pattern: /\b((?:AccountKey|SharedAccessKey|SharedAccessSignature|AccessKey|sig)=)([^;&"'\s]+)/g,
+    pattern: /\b((?:AccountKey|SharedAccessKey|SharedAccessSignature|AccessKey|sig|X-Amz-Signature|X-Amz-Security-Token|X-Goog-Signature)=)([^;&"'\s]+)/g,
     replace: `$1${redacted}`,
-    trigger: /AccountKey|SharedAccess|AccessKey|sig=/,
+    trigger: /AccountKey|SharedAccess|AccessKey|sig=|X-(?:Amz|Goog)-S/,
     gate: punctuated,
   },
   {
@@ -365,6 +367,15 @@ const placeRules: RedactionRule[] = [
     pattern: /\b(identified(?:[ \t]+with[ \t]+[A-Za-z0-9_]+)?[ \t]+by(?:[ \t]+password)?[ \t]+)'[^'\r\n]*(?:'|$)/g,
     replace: `$1'${redacted}'`,
     trigger: /identified/,
+    gate: tokenShaped,
+  },
+  {
+    // `aws configure set aws_secret_access_key X` (or `aws_session_token`, or a profile's
+    // `prof.aws_secret_access_key`): the value after a space, where no `=` stands.
+    name: "aws-configure",
+    pattern: /(\baws[ \t]+configure[ \t]+set[ \t]+(?:[\w.-]+\.)?(?:aws_secret_access_key|aws_session_token)[ \t]+)(?:"[^"\r\n]*(?:"|$)|'[^'\r\n]*(?:'|$)|[^\s"']+)/g,
+    replace: `$1${redacted}`,
+    trigger: /aws[ \t]+configure/,
     gate: tokenShaped,
   },
   {
@@ -409,38 +420,51 @@ const keyRules: RedactionRule[] = [
 
 /**
  * The start of every vendor token (and of a `Bearer` token), after a word boundary: every
- * vendor rule's pattern begins with one at `\b`, except three whose mark sits inside the
- * token (Azure's `Q~`, Mailchimp's `-us`, Telegram's `:AA`), looked for apart. The boundary
- * comes first so that the alternatives are tried only where a word starts: on test output
- * that made the gate 0.7 of the cost of the same alternatives tried at every character.
+ * vendor rule's pattern begins with one at `\b`, except four whose mark sits inside the
+ * token (Azure's `Q~`, Mailchimp's `-us`, Telegram's `:AA`, Terraform's `.atlasv1.`),
+ * looked for apart. The boundary comes first so that the alternatives are tried only where
+ * a word starts: on test output that made the gate 0.7 of the cost of the same
+ * alternatives tried at every character.
  * A property checks that every text a gated rule's pattern matches passes its gate.
  */
 const tokenStart = new RegExp(
   String.raw`\b(?:` +
     [
-      "[spr]k[-_]", "s(?:hp(?:at|ca|pa|ss)_|q0(?:atp|csp)-|ntry[su]_)", "eyJ", "g(?:h[pousr]_|ithub_pat_|l[a-z]{1,5}-)",
-      "G(?:R1348941|OCSPX-)", "npm_", "whsec_", String.raw`S(?:G\.|K[0-9a-f])`, String.raw`h(?:f_|ooks\.slack\.com|v[sbr]\.)`, "api_org_",
-      "pypi-", String.raw`d(?:o[por]_v1_|iscord(?:app)?\.com\/api\/webhooks|api|p\.[a-z]+\.)`, "xox[abeoprs]-",
-      "A(?:KIA|SIA|BIA|CCA|Iza|TATT3|GE-SECRET-KEY-)", String.raw`ya29\.`, "key-", "lin_api_", "NRAK-", anyCase("bearer"),
+      "[spr]k[-_]", String.raw`s(?:hp(?:at|ca|pa|ss)_|q0(?:atp|csp)-|ntry[su]_|k\.eyJ|bp_|b_secret_)`, "eyJ", "g(?:h[pousr]_|ithub_pat_|l[a-z]{1,5}-|l(?:sa|c)_|sk_)",
+      "G(?:R1348941|OCSPX-)", "n(?:pm|tn|fp)_", "whsec_", String.raw`S(?:G\.|K[0-9a-f])`, String.raw`h(?:f_|ooks\.slack\.com|v[sbr]\.)`, "api_org_",
+      String.raw`p(?:ypi-|plx-|ul-|at[A-Za-z0-9]{14}\.)`, String.raw`d(?:o[por]_v1_|iscord(?:app)?\.com\/api\/webhooks|api|p\.[a-z]+\.|ckr_[a-z]at_)`,
+      String.raw`x(?:ox[abeoprs]-|app-\d-|ai-)`, "A(?:KIA|SIA|BIA|CCA|Iza|TATT3|GE-SECRET-KEY-)", String.raw`ya29\.`, "key-", "l(?:in_api_|sv2_)", "NRAK-",
+      "f(?:igd_|o1_|m[12][ar]?_)", "HRKU-", "CCIPAT_", "PMAK-", "r8_", "bkua_", "ops_eyJ", "tvly-", "LS0tLS1CRUdJTi", anyCase("bearer"),
       // Not tokens, but words that start a credential at a word's start as tokens do: a
-      // `.netrc` entry and SQL's `IDENTIFIED BY`. Here they cost one more alternative of a
+      // `.netrc` entry, SQL's `IDENTIFIED BY` and `aws configure set`. Here they cost one more alternative of a
       // scan that runs anyway; as `indexOf`s of their own, 45–80 ns a text.
-      "machine", "IDENTIFIED", "identified",
+      "machine", "IDENTIFIED", "identified", String.raw`aws[ \t]+configure`,
     ].join("|") +
     ")",
 );
 
 /**
- * The gate of the vendor rules, of `bearer`, of `netrc` and of SQL's `IDENTIFIED BY`:
+ * The gate of the vendor rules, of `bearer`, of `netrc`, of SQL's `IDENTIFIED BY` and of `aws configure set`:
  * whether a text holds the start of a token one of them could match. A new vendor rule's
  * start goes in here too.
  */
 export function tokenShaped(text: string): boolean {
-  return tokenStart.test(text) || text.includes("Q~") || text.includes("-us") || text.includes(":AA");
+  return tokenStart.test(text) || text.includes("Q~") || text.includes("-us") || text.includes(":AA") || text.includes("atlasv1");
 }
 
 // Each behind the token gate: its trigger is tested only on a text that holds the start of some token.
 const vendorRules: RedactionRule[] = [
+  {
+    // A PEM private key in base64, as a kubeconfig's `client-key-data`, a Kubernetes
+    // secret's `tls.key` or `base64 key.pem` prints it: `-----BEGIN` is `LS0tLS1CRUdJTi`,
+    // and " PRIVATE KEY" reads as one of three runs, whichever third of a group it starts
+    // in. A certificate or a public key has none of them. Wrapped lines (76 characters,
+    // as `base64` writes them) continue it; a last line shorter than 20 characters holds
+    // only the END line's letters.
+    name: "private-key",
+    pattern: /\bLS0tLS1CRUdJTi[A-Za-z0-9+/]{0,60}?(?:IFBSSVZBVEUgS0VZ|BQUklWQVRFIEtFW|UFJJVkFURSBLRVk)[A-Za-z0-9+/=]*(?:\r?\n[A-Za-z0-9+/]{20,}={0,2}(?![^\r\n]))*/g,
+    trigger: /LS0tLS1CRUdJTi/,
+  },
   { name: "jwt", pattern: /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, trigger: /eyJ/ },
   { name: "anthropic", pattern: /\bsk-ant-[a-z]+\d*-[A-Za-z0-9_-]{20,}/g, trigger: /sk-ant-/ },
   { name: "openai-style", pattern: /\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)?[A-Za-z0-9_-]{16,}/g, trigger: /[spr]k-/ },
@@ -453,7 +477,7 @@ const vendorRules: RedactionRule[] = [
   { name: "pypi", pattern: /\bpypi-[A-Za-z0-9_-]{50,}/g, trigger: /pypi-/ },
   { name: "digitalocean", pattern: /\bdo[por]_v1_[a-f0-9]{64}\b/g, trigger: /do[por]_v1_/ },
   { name: "shopify", pattern: /\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b/g, trigger: /shp(?:at|ca|pa|ss)_/ },
-  { name: "slack", pattern: /\bxox[abeoprs]-[A-Za-z0-9-]{10,}/g, trigger: /xox[abeoprs]-/ },
+  { name: "slack", pattern: /\bxox[abeoprs]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}/g, trigger: /xox[abeoprs]-|xapp-\d-/ },
   { name: "slack-webhook", pattern: /\bhooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9_/+-]{20,}/g, trigger: /hooks\.slack\.com/ },
   { name: "discord-webhook", pattern: /\bdiscord(?:app)?\.com\/api\/webhooks\/\d+\/[A-Za-z0-9_-]{40,}/g, trigger: /discord(?:app)?\.com\/api\/webhooks/ },
   { name: "aws-access-key", pattern: /\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b/g, trigger: /AKIA|ASIA|ABIA|ACCA/ },
@@ -473,6 +497,30 @@ const vendorRules: RedactionRule[] = [
   { name: "atlassian", pattern: /\bATATT3[A-Za-z0-9_=-]{100,}/g, trigger: /ATATT3/ },
   { name: "telegram-bot", pattern: /\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b/g, trigger: /:AA/ },
   { name: "age-secret-key", pattern: /\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b/g, trigger: /AGE-SECRET-KEY-/ },
+  // Keys of the model APIs and agent tools that jobs in an agent's sandbox print.
+  { name: "groq", pattern: /\bgsk_[A-Za-z0-9]{52}\b/g, trigger: /gsk_/ },
+  { name: "xai", pattern: /\bxai-[A-Za-z0-9]{80}\b/g, trigger: /xai-/ },
+  { name: "perplexity", pattern: /\bpplx-[A-Za-z0-9]{48}\b/g, trigger: /pplx-/ },
+  { name: "replicate", pattern: /\br8_[A-Za-z0-9]{37}\b/g, trigger: /r8_/ },
+  { name: "langsmith", pattern: /\blsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}\b/g, trigger: /lsv2_/ },
+  { name: "tavily", pattern: /\btvly-(?:dev-|prod-)?[A-Za-z0-9]{32}\b/g, trigger: /tvly-/ },
+  { name: "notion", pattern: /\bntn_\d{11}[A-Za-z0-9]{35}\b/g, trigger: /ntn_/ },
+  { name: "airtable", pattern: /\bpat[A-Za-z0-9]{14}\.[a-f0-9]{64}\b/g, trigger: /pat[A-Za-z0-9]{14}\./ },
+  { name: "figma", pattern: /\bfigd_[A-Za-z0-9_-]{40}/g, trigger: /figd_/ },
+  { name: "postman", pattern: /\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}\b/g, trigger: /PMAK-/ },
+  // Deploy, build and hosting platforms.
+  { name: "docker", pattern: /\bdckr_[po]at_[A-Za-z0-9_-]{27,}/g, trigger: /dckr_[po]at_/ },
+  { name: "heroku", pattern: /\bHRKU-AA[A-Za-z0-9_-]{58}/g, trigger: /HRKU-/ },
+  { name: "fly", pattern: /\bfo1_[A-Za-z0-9_-]{43}|\bfm[12][ar]?_[A-Za-z0-9+/=_-]{100,}/g, trigger: /fo1_|fm[12][ar]?_/ },
+  { name: "netlify", pattern: /\bnfp_[A-Za-z0-9]{36}\b/g, trigger: /nfp_/ },
+  { name: "supabase", pattern: /\bsbp_[a-f0-9]{40}\b|\bsb_secret_[A-Za-z0-9_-]{20,}/g, trigger: /sbp_|sb_secret_/ },
+  { name: "pulumi", pattern: /\bpul-[a-f0-9]{40}\b/g, trigger: /pul-/ },
+  { name: "terraform", pattern: /\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}/g, trigger: /\.atlasv1\./ },
+  { name: "buildkite", pattern: /\bbkua_[a-f0-9]{40}\b/g, trigger: /bkua_/ },
+  { name: "circleci", pattern: /\bCCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}\b/g, trigger: /CCIPAT_/ },
+  { name: "grafana", pattern: /\bglsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b|\bglc_[A-Za-z0-9+/]{32,400}={0,2}/g, trigger: /gl(?:sa|c)_/ },
+  { name: "mapbox", pattern: /\bsk\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{20,}/g, trigger: /sk\.eyJ/ },
+  { name: "1password", pattern: /\bops_eyJ[A-Za-z0-9+/=_-]{100,}/g, trigger: /ops_eyJ/ },
 ].map((rule): RedactionRule => ({ ...rule, gate: tokenShaped }));
 
 /**

@@ -247,12 +247,58 @@ export function secretCorpus(seed = 20261203): SecretLine[] {
     ["atlassian", `ATATT3${g.urlsafe(180)}`],
     ["telegram-bot", `${g.digits(10)}:AA${g.urlsafe(33)}`],
     ["age-secret-key", `AGE-SECRET-KEY-1${Array.from({ length: 58 }, (_, i) => "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"[(i * 7 + 3) % 32]).join("")}`],
+    ["slack", `xapp-1-A${g.upperAlnum(10)}-${g.digits(13)}-${g.hex(64)}`],
+    ["groq", `gsk_${g.alnum(52)}`],
+    ["xai", `xai-${g.alnum(80)}`],
+    ["perplexity", `pplx-${g.alnum(48)}`],
+    ["replicate", `r8_${g.alnum(37)}`],
+    ["langsmith", `lsv2_pt_${g.hex(32)}_${g.hex(10)}`],
+    ["tavily", `tvly-dev-${g.alnum(32)}`],
+    ["notion", `ntn_${g.digits(11)}${g.alnum(35)}`],
+    ["airtable", `pat${g.alnum(14)}.${g.hex(64)}`],
+    ["figma", `figd_${g.urlsafe(40)}`],
+    ["postman", `PMAK-${g.hex(24)}-${g.hex(34)}`],
+    ["docker", `dckr_pat_${g.urlsafe(27)}`],
+    ["heroku", `HRKU-AA${g.urlsafe(58)}`],
+    ["fly", `fo1_${g.urlsafe(43)}`],
+    ["fly", `fm2_${g.b64(160)}`],
+    ["netlify", `nfp_${g.alnum(36)}`],
+    ["supabase", `sbp_${g.hex(40)}`],
+    ["supabase", `sb_secret_${g.urlsafe(32)}`],
+    ["pulumi", `pul-${g.hex(40)}`],
+    ["terraform", `${g.alnum(14)}.atlasv1.${g.urlsafe(67)}`],
+    ["buildkite", `bkua_${g.hex(40)}`],
+    ["circleci", `CCIPAT_${g.alnum(22)}_${g.hex(40)}`],
+    ["grafana", `glsa_${g.alnum(32)}_${g.hex(8)}`],
+    ["grafana", `glc_${g.b64(80)}=`],
+    ["mapbox", `sk.eyJ1Ijoi${g.alnum(20)}In0.${g.urlsafe(22)}`],
+    ["1password", `ops_eyJ${g.b64(300)}`],
   ];
   const frames = [(t: string) => `using ${t} for the upload`, (t: string) => `"key":"${t}"`, (t: string) => `+ export TOKEN=${t}`, (t: string) => `curl -sS "https://api.example.com/?k=${t}"`, (t: string) => `[debug] credentials loaded (${t})`];
   for (const [i, [rule, token]] of vendors.entries()) {
     add(rule, token, frames[i % frames.length]!(token));
     add(rule, token, token);
   }
+
+  // A private key in base64 (a kubeconfig, a Kubernetes secret, `base64 key.pem`), on one
+  // line and wrapped at 76 characters.
+  for (const label of ["RSA PRIVATE KEY", "PRIVATE KEY", "OPENSSH PRIVATE KEY"]) {
+    const encoded = Buffer.from(`${pem(label, Array.from({ length: 12 }, () => g.b64(64)))}\n`).toString("base64");
+    add("private-key", encoded.slice(400, 460), `    client-key-data: ${encoded}`);
+    const wrapped = encoded.replace(/(.{76})/g, "$1\n").trimEnd().split("\n");
+    add("private-key", wrapped[6]!, `$ base64 -i deploy.pem\n${wrapped.join("\n")}\n$ echo done`);
+  }
+  // What makes a presigned URL a credential; a secret set by the AWS command line.
+  const signature = g.hex(64);
+  add("connection-string", signature, `download: https://bucket.s3.amazonaws.com/report.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20261207T000000Z&X-Amz-Expires=900&X-Amz-SignedHeaders=host&X-Amz-Signature=${signature}`);
+  const sessionToken = g.urlsafe(180);
+  add("connection-string", sessionToken, `GET /o?X-Amz-Security-Token=${sessionToken}&X-Amz-Expires=60`);
+  const googleSignature = g.hex(128);
+  add("connection-string", googleSignature, `https://storage.googleapis.com/b/o?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Expires=600&X-Goog-Signature=${googleSignature}`);
+  const awsSecret = g.b64(40);
+  add("aws-configure", awsSecret, `+ aws configure set aws_secret_access_key ${awsSecret}`);
+  const awsToken = g.urlsafe(120);
+  add("aws-configure", awsToken, `aws configure set profile.ci.aws_session_token "${awsToken}"`);
   return lines;
 }
 
