@@ -211,6 +211,25 @@ describe("the mcp spool", () => {
     expect(spool.tail("p1", 12).text).toBe(" [redacted]\n");
   });
 
+  it("a private key printed over several writes leaves none of its lines in the file, nor in the tail a later server reports", async () => {
+    const folder = join(dir, `spool-${n++}`);
+    const spool = new OutputSpool(folder);
+    const body = Array.from({ length: 8 }, (_, i) => `K${i}${"Zq8xW3vB7nM1pL5kJ9hG2fD6sA4".repeat(3)}`.slice(0, 64));
+    spool.write("p1", `installing the key\n-----BEGIN OPENSSH PRIVATE KEY-----\n${body[0]}\n`);
+    spool.write("p1", `${body[1]}\n${body[2]}\n${body[3]}\n`);
+    spool.write("p1", `${body[4]}\n${body[5]}`);
+    spool.write("p1", `\n${body[6]}\n`);
+    // The server dies here, with the key half printed: the next one reads the spool's tail.
+    await spool.close();
+    const file = readFileSync(join(folder, "p1.out"), "utf8");
+    const tail = new OutputSpool(folder).tail("p1", 2000).text;
+    for (const line of body) {
+      expect(leaks(file, line), `the file: ${JSON.stringify(file)}`).toBeUndefined();
+      expect(leaks(tail, line)).toBeUndefined();
+    }
+    expect(file.startsWith("installing the key\n")).toBe(true);
+  });
+
   it("a dead server's spool that nothing wrote to for a day is swept; a live server's and a recent one stay", () => {
     const root = join(dir, `spools-${n++}`);
     const make = (name: string, server: string, ageMs: number) => {

@@ -76,6 +76,11 @@ export class OutputContext {
     this.#limit = limit;
   }
 
+  /** Forgets a process (its output ended by another way than an exit event this context sees). */
+  forget(process: string): void {
+    this.#seen.delete(process);
+  }
+
   /** The event with its secrets redacted, chunk boundaries taken into account. */
   redactEvent<E extends TurnfoldEvent>(event: E, redact: Redactor): E {
     if (event.type === "process.output") return this.#chunk(event as TurnfoldEvent & { type: "process.output" }, redact) as E;

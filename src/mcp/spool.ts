@@ -4,9 +4,11 @@
  * the session can still put the last of that output in the `lost` exit it appends. A file
  * is removed once the child's exit is in the log.
  *
- * Output is redacted a whole line at a time (a secret never spans lines in the shapes the
- * redactor knows), so a chunk boundary inside `password=…` cannot put half of it in the
- * file in clear. A line longer than `longLine` goes out redacted as far as it came.
+ * Output is written a whole line at a time, redacted with what the child printed before
+ * it as context (as a log redacts a producer's chunks: `OutputContext`), so neither a chunk
+ * boundary inside `password=…` nor a private key printed over several writes puts any of
+ * it in the file in clear. A line longer than `longLine` goes out redacted as far as it
+ * came.
  *
  * The folder holds the server's own pid and start time (`server`): a server that starts
  * removes the folders of its log's sessions whose server is gone (proof: that pid is not
@@ -16,6 +18,7 @@
 import { closeSync, createWriteStream, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync, type WriteStream } from "node:fs";
 import { join } from "node:path";
 import { createRedactor, type Redactor } from "../events/redact.js";
+import { OutputContext } from "../events/redact-stream.js";
 import { processStamp, stampedProcess } from "../ledger/process-identity.js";
 
 const wholeFileBytes = 4 << 20;
@@ -79,6 +82,8 @@ export class OutputSpool {
   /** Per child, the end of its output that is not a whole line yet. */
   readonly #partial = new Map<string, string>();
   readonly #redact: Redactor;
+  /** What each child printed last, and whether a private key is open there: the context of its next lines. */
+  readonly #context = new OutputContext();
   /** Files of children whose exits are in the log, being removed once their stream has ended. */
   readonly #removing = new Set<Promise<void>>();
 
@@ -102,14 +107,19 @@ export class OutputSpool {
     const whole = end === 0 && text.length > longLine ? text.length : end;
     if (whole < text.length) this.#partial.set(process, text.slice(whole));
     else this.#partial.delete(process);
-    if (whole > 0) this.#stream(process).write(this.#redact(text.slice(0, whole)));
+    if (whole > 0) this.#stream(process).write(this.#redacted(process, text.slice(0, whole)));
+  }
+
+  /** `text`, what `process` printed next, redacted with what it printed before as context. */
+  #redacted(process: string, text: string): string {
+    return this.#context.redactEvent({ type: "process.output", at: 0, process, chunk: text }, this.#redact).chunk;
   }
 
   /** Writes what waits of a child's last line. */
   #flush(process: string): void {
     const rest = this.#partial.get(process);
     this.#partial.delete(process);
-    if (rest !== undefined && rest !== "") this.#stream(process).write(this.#redact(rest));
+    if (rest !== undefined && rest !== "") this.#stream(process).write(this.#redacted(process, rest));
   }
 
   #stream(process: string): WriteStream {
@@ -126,6 +136,7 @@ export class OutputSpool {
   /** Forgets a child whose exit is in the log. */
   remove(process: string): void {
     this.#partial.delete(process);
+    this.#context.forget(process);
     const stream = this.#streams.get(process);
     this.#streams.delete(process);
     const path = this.#path(process);
