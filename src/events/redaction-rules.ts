@@ -413,6 +413,23 @@ const keyRules: RedactionRule[] = [
     trigger: /-----END [A-Z0-9 ]*PRIVATE KEY/,
     gate: punctuated,
   },
+  {
+    // A private key as `openssl rsa -text` (or `ec`, `pkey`) prints it: the private parts'
+    // hex lines under their labels. The modulus and the public parts stay.
+    name: "private-key",
+    pattern: /(?<![^\n])((?:privateExponent|prime[12]|exponent[12]|coefficient|priv):[ \t]*\r?\n)[ \t]+[0-9a-f]{2}(?::[0-9a-f]{2})*:?(?:[ \t]*\r?\n[ \t]+[0-9a-f]{2}(?::[0-9a-f]{2})*:?)*/g,
+    replace: `$1    ${redacted}`,
+    trigger: /privateExponent:|prime[12]:|exponent[12]:|coefficient:|priv:/,
+    gate: punctuated,
+  },
+  {
+    // A PuTTY key file (`.ppk`): the base64 lines after `Private-Lines: N`.
+    name: "private-key",
+    pattern: /(Private-Lines:[ \t]*\d+[ \t]*\r?\n)[A-Za-z0-9+/=]+(?:\r?\n[A-Za-z0-9+/=]+(?![^\r\n]))*/g,
+    replace: `$1${redacted}`,
+    trigger: /Private-Lines:/,
+    gate: punctuated,
+  },
 ];
 
 // ---------------------------------------------------------------------------------------
@@ -436,8 +453,9 @@ const tokenStart = new RegExp(
       String.raw`x(?:ox[abeoprs]-|app-\d-|ai-)`, "A(?:KIA|SIA|BIA|CCA|Iza|TATT3|GE-SECRET-KEY-)", String.raw`ya29\.`, "key-", "l(?:in_api_|sv2_)", "NRAK-",
       "f(?:igd_|o1_|m[12][ar]?_)", "HRKU-", "CCIPAT_", "PMAK-", "r8_", "bkua_", "ops_eyJ", "tvly-", "LS0tLS1CRUdJTi", anyCase("bearer"),
       // Not tokens, but words that start a credential at a word's start as tokens do: a
-      // `.netrc` entry, SQL's `IDENTIFIED BY` and `aws configure set`. Here they cost one more alternative of a
-      // scan that runs anyway; as `indexOf`s of their own, 45–80 ns a text.
+      // `.netrc` entry, SQL's `IDENTIFIED BY` and `aws configure set`. Here they cost one
+      // more alternative of a scan that runs anyway; as `indexOf`s of their own, 45–80 ns a
+      // text.
       "machine", "IDENTIFIED", "identified", String.raw`aws[ \t]+configure`,
     ].join("|") +
     ")",

@@ -288,6 +288,16 @@ export function secretCorpus(seed = 20261203): SecretLine[] {
     const wrapped = encoded.replace(/(.{76})/g, "$1\n").trimEnd().split("\n");
     add("private-key", wrapped[6]!, `$ base64 -i deploy.pem\n${wrapped.join("\n")}\n$ echo done`);
   }
+  // A private key as `openssl rsa -text` prints it (the private parts' hex lines), and a
+  // PuTTY key file's private lines.
+  {
+    const hexLines = (lines: number) => Array.from({ length: lines }, (_, i) => `    ${Array.from({ length: i === lines - 1 ? 7 : 15 }, () => g.hex(2)).join(":")}${i === lines - 1 ? "" : ":"}`);
+    const exponent = hexLines(4);
+    const prime = hexLines(3);
+    add("private-key", exponent[1]!.trim(), `Private-Key: (2048 bit, 2 primes)\nmodulus:\n${hexLines(3).join("\n")}\npublicExponent: 65537 (0x10001)\nprivateExponent:\n${exponent.join("\n")}\nprime1:\n${prime.join("\n")}`);
+    const putty = [g.b64(64), g.b64(64), g.b64(20)];
+    add("private-key", putty[1]!, `PuTTY-User-Key-File-3: ssh-rsa\nEncryption: none\nComment: deploy\nPublic-Lines: 1\n${g.b64(64)}\nPrivate-Lines: 3\n${putty.join("\n")}\nPrivate-MAC: ${g.hex(64)}`);
+  }
   // What makes a presigned URL a credential; a secret set by the AWS command line.
   const signature = g.hex(64);
   add("connection-string", signature, `download: https://bucket.s3.amazonaws.com/report.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20261207T000000Z&X-Amz-Expires=900&X-Amz-SignedHeaders=host&X-Amz-Signature=${signature}`);
