@@ -210,6 +210,22 @@ describe("secrets (redaction)", () => {
   });
 });
 
+describe("a watch hit inside a private key", () => {
+  it("a watched line of a key block whose BEGIN came earlier is reported redacted whole", async () => {
+    const { path, log, supervisor } = await setup();
+    const body = ["MIIEpAIBAAKCAQEAzX1", "DEPLOYxq8W3vB7nM1pL5kJ9hG2f", "Zq8xW3vB7nM1pL5kJ9hG2fD6sA4"];
+    const id = supervisor.start({
+      command: `printf '%s\\n' 'start' '-----BEGIN RSA PRIVATE KEY-----' '${body[0]}' '${body[1]}' '${body[2]}' '-----END RSA PRIVATE KEY-----' 'DEPLOY done'`,
+      watch: ["DEPLOY"],
+    });
+    await supervisor.wait(id, 10_000);
+    await finish(log, supervisor);
+    const bytes = [path, `${path}-wal`].filter(existsSync).map((f) => readFileSync(f).toString("latin1")).join("");
+    for (const line of body) expect(bytes).not.toContain(line.slice(4, 20));
+    expect(bytes).toContain("DEPLOY done");
+  });
+});
+
 describe("a result being taken is consumed in the same append as the exit (R7, R22)", () => {
   /** A log that remembers which events went in together. */
   async function recording() {

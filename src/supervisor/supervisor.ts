@@ -11,7 +11,7 @@ import { aFunction, assertOptions, type ListsEvery } from "../events/options.js"
 import type { TurnfoldEvent } from "../events/schema.js";
 import { LineSplitter, OutputBuffer, stripAnsi } from "./output.js";
 import { detached } from "../events/text.js";
-import { createRedactor, cutContext, redactCut, type Redactor } from "../events/redact.js";
+import { createRedactor, cutContext, redactCut, redacted, type Redactor } from "../events/redact.js";
 import { keyBlockBefore, keyOpenAtEnd } from "../events/redact-stream.js";
 import { WatchLimiter, type WatchEffect, type WatchPolicy } from "./watch.js";
 import { childMark, childMarkVariable, currentProcess, processStart, thisHost, type ProcessIdentity } from "../ledger/process-identity.js";
@@ -144,6 +144,8 @@ interface Managed {
   readonly pid: number | undefined;
   readonly buffer: OutputBuffer;
   readonly splitters: [LineSplitter, LineSplitter];
+  /** Per stream (stdout, stderr): whether the lines so far left a private key block open. */
+  readonly inKey: [boolean, boolean];
   readonly tailChars: number;
   readonly owner: string | undefined;
   readonly command: string;
@@ -279,6 +281,7 @@ export class Supervisor {
       pid: child?.pid,
       buffer: new OutputBuffer(this.#bufferChars),
       splitters: [new LineSplitter(), new LineSplitter()],
+      inKey: [false, false],
       tailChars: options.tailChars ?? 2000,
       owner: options.owner,
       command,
@@ -311,7 +314,7 @@ export class Supervisor {
       managed.child = undefined;
     });
     child.once("close", (code, signal) => {
-      for (const which of [0, 1] as const) for (const line of managed.splitters[which].flush()) this.#line(managed, line);
+      for (const which of [0, 1] as const) for (const line of managed.splitters[which].flush()) this.#line(managed, which, line);
       if (signal !== null) this.#finish(managed, null, "killed", managed.killSource ?? `signal ${signal}`);
       else this.#finish(managed, code, "exited");
       managed.child = undefined;
@@ -323,20 +326,25 @@ export class Supervisor {
     const clean = stripAnsi(chunk);
     m.buffer.append(clean);
     this.#onOutput?.(m.id, clean);
-    for (const line of m.splitters[which].push(clean)) this.#line(m, line);
+    for (const line of m.splitters[which].push(clean)) this.#line(m, which, line);
   }
 
-  #line(m: Managed, line: string): void {
+  #line(m: Managed, which: 0 | 1, line: string): void {
+    // A line of a key block whose BEGIN came on an earlier line is a key's line, which no
+    // rule can tell on its own: a watch that matches it reports it redacted whole.
+    const marker = keyOpenAtEnd(line);
+    const inKey = m.inKey[which] && marker === undefined;
+    m.inKey[which] = marker ?? m.inKey[which];
     if (m.result !== undefined) return;
     const effects = this.#watch.line(m.id, line, this.#clock());
-    if (effects.length > 0) void this.#append(effects.map((e) => this.#watchEvent(e)));
+    if (effects.length > 0) void this.#append(effects.map((e) => this.#watchEvent(e, inKey)));
   }
 
-  #watchEvent(effect: WatchEffect): TurnfoldEvent {
+  #watchEvent(effect: WatchEffect, inKey = false): TurnfoldEvent {
     const at = this.#clock();
     // The line is cut from the chunk the pipe gave (up to 64 KB): the event, which the log's
     // cache of recent appends may keep a while, holds a copy of it, not the whole chunk.
-    if (effect.type === "watch.matched") return { ...effect, at, output: detached(this.#redact(effect.output)) };
+    if (effect.type === "watch.matched") return { ...effect, at, output: inKey ? redacted : detached(this.#redact(effect.output)) };
     return { ...effect, at };
   }
 
