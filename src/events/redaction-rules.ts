@@ -178,8 +178,12 @@ const elementTrigger = new RegExp(String.raw`<[A-Za-z0-9_.-]*${wordPart}`);
 /** Words that follow a flag's name in a sentence about it (`--password via the CLI`, `--token is required`), never its value. */
 const proseAfterFlag = /^(?:via|is|are|was|were|and|or|for|from|to|with|in|on|of|the|not|must|should|can|cannot|will|may|flag|option|argument)$/;
 
-/** A value that is code, not data: `session.token()`, `process.env.TOKEN`, `config.auth`. */
-const codeReference = /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?:\(.*)?;?$/;
+/**
+ * A value that is code, not data: a call (`session.token()`, `reader.int32()`), or names
+ * joined by dots with no digit in them (`process.env.TOKEN`, `config.auth`). A dotted value
+ * with a digit and no call is a password that holds a dot (`hunter2.backup`).
+ */
+const codeReference = /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+\(.*$|^[A-Za-z_$][A-Za-z_$]*(?:\.[A-Za-z_$][A-Za-z_$]*)+;?$/;
 
 /** The match with its value replaced, when its name holds a secret and the value is not a placeholder; else the match as it is. */
 function hideValue(match: string, name: string, value: string): string {

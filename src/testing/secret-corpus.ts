@@ -298,6 +298,9 @@ export function secretCorpus(seed = 20261203): SecretLine[] {
     const putty = [g.b64(64), g.b64(64), g.b64(20)];
     add("private-key", putty[1]!, `PuTTY-User-Key-File-3: ssh-rsa\nEncryption: none\nComment: deploy\nPublic-Lines: 1\n${g.b64(64)}\nPrivate-Lines: 3\n${putty.join("\n")}\nPrivate-MAC: ${g.hex(64)}`);
   }
+  // A password that holds a dot, as a name's value: data, not a reference in code.
+  const dotted = `${g.lowerAlnum(5)}${g.digits(2)}.${g.lowerAlnum(6)}`;
+  add("assignment", dotted, `  db_password: ${dotted}`);
   // What makes a presigned URL a credential; a secret set by the AWS command line.
   const signature = g.hex(64);
   add("connection-string", signature, `download: https://bucket.s3.amazonaws.com/report.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20261207T000000Z&X-Amz-Expires=900&X-Amz-SignedHeaders=host&X-Amz-Signature=${signature}`);
