@@ -299,7 +299,7 @@ export function secretCorpus(seed = 20261203): SecretLine[] {
     add("private-key", putty[1]!, `PuTTY-User-Key-File-3: ssh-rsa\nEncryption: none\nComment: deploy\nPublic-Lines: 1\n${g.b64(64)}\nPrivate-Lines: 3\n${putty.join("\n")}\nPrivate-MAC: ${g.hex(64)}`);
   }
   // A password that holds a dot, as a name's value: data, not a reference in code.
-  const dotted = `${g.lowerAlnum(5)}${g.digits(2)}.${g.lowerAlnum(6)}`;
+  const dotted = `w${g.lowerAlnum(4)}${g.digits(2)}.b${g.lowerAlnum(5)}`;
   add("assignment", dotted, `  db_password: ${dotted}`);
   // What makes a presigned URL a credential; a secret set by the AWS command line.
   const signature = g.hex(64);
