@@ -103,22 +103,30 @@ export function createRedactor(extra: readonly RedactionRule[] = [], base: reado
   // `rememberedTexts` of them, and returned without a scan. Only texts with nothing to
   // hide are kept, so the memory holds no secret.
   const clean = new Set<string>();
+  /** Marks the rules of every group whose gate and triggers `text` passes; whether any did. */
+  const mark = (text: string): boolean => {
+    let any = false;
+    for (const group of groups) {
+      if ((group.gate !== undefined && !group.gate(text)) || !group.union.test(text)) continue;
+      any = true;
+      for (const i of group.members) live[i] = 1;
+    }
+    return any;
+  };
   const scan = (text: string): string => {
     if (triggered) {
-      let any = false;
       live.fill(0);
-      for (const group of groups) {
-        if ((group.gate !== undefined && !group.gate(text)) || !group.union.test(text)) continue;
-        any = true;
-        for (const i of group.members) live[i] = 1;
-      }
-      if (!any) return text;
+      if (!mark(text)) return text;
     }
     let out = text;
     for (let i = 0; i < rules.length; i++) {
       if (triggered && live[i] === 0) continue;
       if (checks[i]?.test(out) === false) continue;
-      out = applyRule(out, rules[i]!);
+      const next = applyRule(out, rules[i]!);
+      // A replacement can open a later rule's gate (`[redacted]-Cookie`: a `-` after no word
+      // character): the rules still to run are looked at again, as applied one by one.
+      if (triggered && next !== out) mark(next);
+      out = next;
     }
     return out;
   };
