@@ -460,18 +460,18 @@ const tokenStart = new RegExp(
       "A(?:KIA|SIA|BIA|CCA|Iza|TATT3|GE-SECRET-KEY-)", String.raw`ya29\.`, "key-", "l(?:in_api_|sv2_)", "NRAK-", "f(?:igd_|o1_|m[12][ar]?_)", "HRKU-",
       "CCIPAT_", "PMAK-", "bkua_", "ops_eyJ", "tvly-", "LS0tLS1CRUdJTi", String.raw`us\d`, anyCase("bearer"),
       // Not tokens, but words that start a credential at a word's start as tokens do: a
-      // `.netrc` entry, SQL's `IDENTIFIED BY` and `aws configure set` (with `api_org_`
-      // above). Here they cost one more alternative of a scan that runs anyway; as
-      // `indexOf`s of their own, 45–80 ns a text.
+      // `.netrc` entry, SQL's `IDENTIFIED BY` and `aws configure set` (in the `a`
+      // alternative above). Here they cost one more alternative of a scan that runs anyway;
+      // as `indexOf`s of their own, 45–80 ns a text.
       "machine", "IDENTIFIED", "identified",
     ].join("|") +
     ")",
 );
 
 /**
- * The gate of the vendor rules, of `bearer`, of `netrc`, of SQL's `IDENTIFIED BY` and of `aws configure set`:
- * whether a text holds the start of a token one of them could match. A new vendor rule's
- * start goes in here too.
+ * The gate of the vendor rules, of `bearer`, of `netrc`, of SQL's `IDENTIFIED BY` and of
+ * `aws configure set`: whether a text holds the start of a token one of them could match.
+ * A new vendor rule's start goes in here too.
  */
 export function tokenShaped(text: string): boolean {
   return tokenStart.test(text) || text.includes("Q~") || text.includes(":AA") || text.includes("atlasv1");
