@@ -374,6 +374,15 @@ const placeRules: RedactionRule[] = [
     gate: tokenShaped,
   },
   {
+    // GitHub Actions' workflow command that asks the runner to hide a value in its logs:
+    // the value is a secret by its own author's word, and a job run here prints it.
+    name: "add-mask",
+    pattern: /(::add-mask::)[^\r\n]+/g,
+    replace: `$1${redacted}`,
+    trigger: /::add-mask::/,
+    gate: punctuated,
+  },
+  {
     // `aws configure set aws_secret_access_key X` (or `aws_session_token`, or a profile's
     // `prof.aws_secret_access_key`): the value after a space, where no `=` stands.
     name: "aws-configure",

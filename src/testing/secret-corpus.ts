@@ -308,6 +308,8 @@ export function secretCorpus(seed = 20261203): SecretLine[] {
   add("connection-string", sessionToken, `GET /o?X-Amz-Security-Token=${sessionToken}&X-Amz-Expires=60`);
   const googleSignature = g.hex(128);
   add("connection-string", googleSignature, `https://storage.googleapis.com/b/o?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Expires=600&X-Goog-Signature=${googleSignature}`);
+  const masked = g.alnum(28);
+  add("add-mask", masked, `::add-mask::${masked}`);
   const awsSecret = g.b64(40);
   add("aws-configure", awsSecret, `+ aws configure set aws_secret_access_key ${awsSecret}`);
   const awsToken = g.urlsafe(120);
