@@ -543,7 +543,7 @@ const vendorRules: RedactionRule[] = [
   { name: "notion", pattern: /\bntn_[A-Za-z0-9]{40,}\b/g, trigger: /ntn_/ },
   { name: "airtable", pattern: /\bpat[A-Za-z0-9]{14}\.[a-f0-9]{64}\b/g, trigger: /pat[A-Za-z0-9]{14}\./ },
   { name: "figma", pattern: /\bfigd_[A-Za-z0-9_-]{30,}/g, trigger: /figd_/ },
-  { name: "postman", pattern: /\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}\b/g, trigger: /PMAK-/ },
+  { name: "postman", pattern: /\bPMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}\b/g, trigger: /PMAK-/ },
   // Deploy, build and hosting platforms.
   { name: "docker", pattern: /\bdckr_[po]at_[A-Za-z0-9_-]{27,}/g, trigger: /dckr_[po]at_/ },
   { name: "heroku", pattern: /\bHRKU-AA[A-Za-z0-9_-]{50,}/g, trigger: /HRKU-/ },
@@ -554,7 +554,7 @@ const vendorRules: RedactionRule[] = [
   { name: "terraform", pattern: /\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}/g, trigger: /\.atlasv1\./ },
   { name: "buildkite", pattern: /\bbkua_[a-f0-9]{40}\b/g, trigger: /bkua_/ },
   { name: "circleci", pattern: /\bCCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}\b/g, trigger: /CCIPAT_/ },
-  { name: "grafana", pattern: /\bglsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b|\bglc_[A-Za-z0-9+/]{32,400}={0,2}/g, trigger: /gl(?:sa|c)_/ },
+  { name: "grafana", pattern: /\bglsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b|\bglc_[A-Za-z0-9+/]{32,400}={0,2}|\beyJrIjoi[A-Za-z0-9]{60,}={0,3}/g, trigger: /gl(?:sa|c)_|eyJrIjoi/ },
   { name: "mapbox", pattern: /\bsk\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{20,}/g, trigger: /sk\.eyJ/ },
   { name: "1password", pattern: /\bops_eyJ[A-Za-z0-9+/=_-]{100,}/g, trigger: /ops_eyJ/ },
 ].map((rule): RedactionRule => ({ ...rule, gate: tokenShaped }));

@@ -271,6 +271,7 @@ export function secretCorpus(seed = 20261203): SecretLine[] {
     ["circleci", `CCIPAT_${g.alnum(22)}_${g.hex(40)}`],
     ["grafana", `glsa_${g.alnum(32)}_${g.hex(8)}`],
     ["grafana", `glc_${g.b64(80)}=`],
+    ["grafana", `eyJrIjoi${g.alnum(72)}`],
     ["mapbox", `sk.eyJ1Ijoi${g.alnum(20)}In0.${g.urlsafe(22)}`],
     ["1password", `ops_eyJ${g.b64(300)}`],
   ];
