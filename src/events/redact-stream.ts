@@ -88,15 +88,21 @@ export class OutputContext {
     return redactEvent(event, redact);
   }
 
-  #chunk(event: TurnfoldEvent & { type: "process.output" }, redact: Redactor): TurnfoldEvent {
-    const seen = this.#seen.get(event.process);
+  /** `text`, what `process` printed next, redacted with what it printed before as context. */
+  redactNext(process: string, text: string, redact: Redactor): string {
+    const seen = this.#seen.get(process);
     const before = seen?.tail ?? "";
-    const chunk = redactAfter(redact, before, event.chunk, seen?.keyOpen ?? false);
-    const printed = before + event.chunk;
-    this.#seen.delete(event.process);
+    const out = redactAfter(redact, before, text, seen?.keyOpen ?? false);
+    const printed = before + text;
+    this.#seen.delete(process);
     // Kept until the process's next chunk or its exit: a copy, not a view into the chunk.
-    this.#seen.set(event.process, { tail: detached(printed.slice(contextStart(printed, printed.length))), keyOpen: keyOpenAtEnd(printed) ?? seen?.keyOpen ?? false });
+    this.#seen.set(process, { tail: detached(printed.slice(contextStart(printed, printed.length))), keyOpen: keyOpenAtEnd(printed) ?? seen?.keyOpen ?? false });
     if (this.#seen.size > this.#limit) this.#seen.delete(this.#seen.keys().next().value!);
+    return out;
+  }
+
+  #chunk(event: TurnfoldEvent & { type: "process.output" }, redact: Redactor): TurnfoldEvent {
+    const chunk = this.redactNext(event.process, event.chunk, redact);
     const rest = redactEvent({ ...event, chunk: "" }, redact);
     return { ...rest, chunk };
   }

@@ -107,19 +107,14 @@ export class OutputSpool {
     const whole = end === 0 && text.length > longLine ? text.length : end;
     if (whole < text.length) this.#partial.set(process, text.slice(whole));
     else this.#partial.delete(process);
-    if (whole > 0) this.#stream(process).write(this.#redacted(process, text.slice(0, whole)));
-  }
-
-  /** `text`, what `process` printed next, redacted with what it printed before as context. */
-  #redacted(process: string, text: string): string {
-    return this.#context.redactEvent({ type: "process.output", at: 0, process, chunk: text }, this.#redact).chunk;
+    if (whole > 0) this.#stream(process).write(this.#context.redactNext(process, text.slice(0, whole), this.#redact));
   }
 
   /** Writes what waits of a child's last line. */
   #flush(process: string): void {
     const rest = this.#partial.get(process);
     this.#partial.delete(process);
-    if (rest !== undefined && rest !== "") this.#stream(process).write(this.#redacted(process, rest));
+    if (rest !== undefined && rest !== "") this.#stream(process).write(this.#context.redactNext(process, rest, this.#redact));
   }
 
   #stream(process: string): WriteStream {
