@@ -14,7 +14,7 @@ import { procStat } from "../src/ledger/process-identity.js";
 import { OutputSpool, sweepSpools } from "../src/mcp/spool.js";
 import { openLog } from "../src/open.js";
 import { Supervisor } from "../src/supervisor/supervisor.js";
-import { seeded } from "../src/testing/random.js";
+import { generator } from "../src/testing/secret-corpus.js";
 import { cli } from "./support/cli.js";
 import { tempDir } from "./support/tmp.js";
 
@@ -138,10 +138,9 @@ describe("output is redacted before it is cut", () => {
   it("a token longer than the context (a 2 KB JWT): the exit's tail and a page that start inside it show none of its signature", async () => {
     const log = await openLog(join(dir, `long-${n++}.sqlite`));
     const supervisor = new Supervisor({ log });
-    const next = seeded(20261208);
-    const part = (n: number) => Array.from({ length: n }, () => "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[Math.floor(next() * 64)]).join("");
-    const signature = part(342);
-    const jwt = `eyJhbGciOiJSUzI1NiJ9.${part(1600)}.${signature}`;
+    const draw = generator(20261208);
+    const signature = draw.urlsafe(342);
+    const jwt = `eyJhbGciOiJSUzI1NiJ9.${draw.urlsafe(1600)}.${signature}`;
     // The tail (600 characters) and the page both start 1,700 characters into the token.
     const id = supervisor.start({ command: `printf 'token:\n%s\n' '${jwt}'`, tailChars: 600, owner: "s" });
     const result = await supervisor.exited(id);

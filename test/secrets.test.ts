@@ -11,8 +11,7 @@ import { isSecretName } from "../src/events/redaction-rules.js";
 import { countByRule, scanText } from "../src/events/scan.js";
 import type { TurnfoldEvent } from "../src/events/schema.js";
 import { openLog } from "../src/open.js";
-import { benignCorpus, secretCorpus } from "../src/testing/secret-corpus.js";
-import { seeded } from "../src/testing/random.js";
+import { benignCorpus, generator, secretCorpus } from "../src/testing/secret-corpus.js";
 
 const redact = createRedactor();
 
@@ -146,10 +145,9 @@ describe("a secret split across chunks (issue 58, point 3)", () => {
   });
 
   // A cloud's identity token: a JWT of about 2 KB, longer than the context a cut carries.
-  const next = seeded(20261207);
-  const part = (n: number) => Array.from({ length: n }, () => "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[Math.floor(next() * 64)]).join("");
-  const signature = part(342);
-  const jwt = `eyJhbGciOiJSUzI1NiIsImtpZCI6IjEifQ.${part(1500)}.${signature}`;
+  const draw = generator(20261207);
+  const signature = draw.urlsafe(342);
+  const jwt = `eyJhbGciOiJSUzI1NiIsImtpZCI6IjEifQ.${draw.urlsafe(1500)}.${signature}`;
 
   it("a token longer than the context, split past its first 1,024 characters, shows none of its signature", async () => {
     const text = `token for the cluster:\n${jwt}\nnext step\n`;

@@ -14,8 +14,8 @@ export interface SecretLine {
   readonly secret: string;
 }
 
-/** Seeded draws of characters: the corpus is the same on every run. */
-function generator(seed: number) {
+/** Seeded draws of characters: the corpus is the same on every run (and so are the tests' own tokens). */
+export function generator(seed: number) {
   const next = seeded(seed);
   const from = (alphabet: string, length: number) => Array.from({ length }, () => alphabet[Math.floor(next() * alphabet.length)]).join("");
   return {
