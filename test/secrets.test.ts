@@ -58,6 +58,30 @@ describe("the default rules against the corpora", () => {
   });
 });
 
+describe("PEM text in base64", () => {
+  const draw = generator(20261208);
+  const pem = (label: string, lines: number) => `-----BEGIN ${label}-----\n${Array.from({ length: lines }, () => draw.b64(64)).join("\n")}\n-----END ${label}-----\n`;
+  const certificate = pem("CERTIFICATE", 20);
+  const key = pem("PRIVATE KEY", 25);
+  const keyBody = key.split("\n").slice(1, -2);
+  const encoded = (text: string) => Buffer.from(text).toString("base64");
+  const wrapped = (text: string) => encoded(text).replace(/(.{76})/g, "$1\n").trimEnd();
+
+  it("a certificate and its key in one file (the key far past the start) is hidden, on one line and wrapped", () => {
+    const bundle = certificate + key;
+    for (const text of [`    tls.pem: ${encoded(bundle)}\n    other: 1`, `$ base64 server.pem\n${wrapped(bundle)}\n$ echo ok`]) {
+      const out = redact(text);
+      // What the key's lines encode to, at each of the three places a line can start in a group.
+      for (const line of keyBody) for (const shift of ["", "x", "xy"]) expect(leak(out, encoded(shift + line).slice(4, -4)), shift).toBeUndefined();
+      expect(out.includes("[redacted]")).toBe(true);
+    }
+  });
+
+  it("a certificate alone, or a chain of them, stays as it was", () => {
+    for (const text of [`    tls.crt: ${encoded(certificate + certificate)}`, `$ base64 ca.pem\n${wrapped(certificate)}\n$ echo ok`]) expect(redact(text)).toBe(text);
+  });
+});
+
 describe("the redactor's skips", () => {
   it("a replacement that opens a later rule's gate (a `-` after `[redacted]`) gives what the rules applied one by one give", () => {
     // Found by `npm run fuzz` (seed 1591582392): no `-` of the text follows a non-word
@@ -160,6 +184,25 @@ describe("a secret split across chunks (issue 58, point 3)", () => {
     const printed = `token for the cluster:\n${jwt}\n`;
     const tail = await storedChunks([printed.slice(0, 1000), printed.slice(1000)], printed.slice(-400));
     expect(leak(tail.exit!, signature)).toBeUndefined();
+  });
+
+  // A key file in base64 as `base64 key.pem` prints it: lines of 76 characters.
+  const keyBase64 = Buffer.from(key).toString("base64").replace(/(.{76})/g, "$1\n").trimEnd();
+  const keyLines = keyBase64.split("\n").slice(1, -1);
+
+  it("a key in wrapped base64, split more than 1,024 characters after its first line, shows none of its lines", async () => {
+    const text = `$ base64 -i deploy.pem\n${keyBase64}\n$ echo done\n`;
+    const first = text.indexOf("LS0t");
+    for (const at of [first + 1200, first + 1700, first + 2300]) {
+      const { chunks } = await storedChunks([text.slice(0, at), text.slice(at)]);
+      for (const line of keyLines) expect(leak(chunks, line), `split at ${at}: ${JSON.stringify(chunks)}`).toBeUndefined();
+      expect(chunks.startsWith("$ base64 -i deploy.pem\n")).toBe(true);
+      expect(chunks.endsWith("\n$ echo done\n")).toBe(true);
+    }
+    // An exit whose tail starts 2,000 characters into it.
+    const printed = `$ base64 -i deploy.pem\n${keyBase64}\n`;
+    const tail = await storedChunks([printed.slice(0, first + 900), printed.slice(first + 900)], printed.slice(first + 2000));
+    for (const line of keyLines) expect(leak(tail.exit!, line)).toBeUndefined();
   });
 
   it("an exit's tail after the chunks: one that continues them, and one that ends inside a key whose BEGIN it does not hold", async () => {

@@ -236,15 +236,43 @@ function spaceCode(c: number): boolean {
 
 /**
  * Where the context before a cut at `at` in `text` starts: `cutContext` characters before
- * it, or further back to the start of the run without spaces that the point lies in, so a
- * secret longer than the context that the cut passes through is seen from its start. At
- * most `longestToken` characters before `at`.
+ * it, or further back to the start of the run without spaces that the point lies in (a
+ * run goes on over the line breaks of wrapped base64), so a secret longer than the context
+ * that the cut passes through is seen from its start. At most `longestToken` characters
+ * before `at`.
  */
 export function contextStart(text: string, at: number): number {
   let start = Math.max(0, at - cutContext);
   const floor = Math.max(0, at - longestToken);
-  while (start > floor && !spaceCode(text.charCodeAt(start - 1))) start--;
+  while (start > floor) {
+    const c = text.charCodeAt(start - 1);
+    if (!spaceCode(c)) start--;
+    else if (c === 10 && wrappedLineBefore(text, start - 1)) start -= start > 1 && text.charCodeAt(start - 2) === 13 ? 2 : 1;
+    else break;
+  }
   return start;
+}
+
+/** Whether a code is one of base64's (`A-Z a-z 0-9 + / =`). */
+function base64Code(c: number): boolean {
+  return (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 43 || c === 47 || c === 61;
+}
+
+/** The shortest line of wrapped base64 that continues a run over its line break (`base64` wraps at 76 characters, PEM at 64). */
+const wrappedLine = 60;
+
+/**
+ * Whether the line break at `at` is one inside wrapped base64 (a key file encoded, lines of
+ * 64 or 76 characters): the line before it ends in at least `wrappedLine` base64
+ * characters. A run without spaces goes on over such a break, so a cut far into a wrapped
+ * key is seen from the key's first line.
+ */
+function wrappedLineBefore(text: string, at: number): boolean {
+  let end = at;
+  if (end > 0 && text.charCodeAt(end - 1) === 13) end--;
+  if (end < wrappedLine) return false;
+  for (let i = end - wrappedLine; i < end; i++) if (!base64Code(text.charCodeAt(i))) return false;
+  return true;
 }
 
 /**

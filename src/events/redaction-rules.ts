@@ -486,17 +486,32 @@ export function tokenShaped(text: string): boolean {
   return tokenStart.test(text) || text.includes("Q~") || text.includes(":AA") || text.includes("atlasv1");
 }
 
+/**
+ * Whether base64 (lines of it) decodes to text that holds a private key. What a cut left
+ * of a last group is not decoded; base64 that does not decode (padding inside, two blobs
+ * run together) counts as a key: hiding a certificate costs nothing, showing a key does.
+ */
+function decodesToPrivateKey(encoded: string): boolean {
+  const joined = encoded.replace(/\r?\n/g, "");
+  try {
+    return atob(joined.slice(0, joined.length - (joined.length % 4))).includes("PRIVATE KEY");
+  } catch {
+    return true;
+  }
+}
+
 // Each behind the token gate: its trigger is tested only on a text that holds the start of some token.
 const vendorRules: RedactionRule[] = [
   {
-    // A PEM private key in base64, as a kubeconfig's `client-key-data`, a Kubernetes
-    // secret's `tls.key` or `base64 key.pem` prints it: `-----BEGIN` is `LS0tLS1CRUdJTi`,
-    // and " PRIVATE KEY" reads as one of three runs, whichever third of a group it starts
-    // in. A certificate or a public key has none of them. Wrapped lines (76 characters,
-    // as `base64` writes them) continue it; a last line shorter than 20 characters holds
-    // only the END line's letters.
+    // PEM text in base64, as a kubeconfig's `client-key-data`, a Kubernetes secret's
+    // `tls.key` or `base64 key.pem` prints it: `-----BEGIN` is `LS0tLS1CRUdJTi`. Wrapped
+    // lines (64 or 76 characters) continue it; a last line shorter than 20 characters holds
+    // only the END line's letters, unless the text ends in it (a chunk cut there). Hidden when what it decodes to holds a private key,
+    // wherever in it: a bundle of a certificate and its key (`base64 server.pem`) too. A
+    // certificate or a public key alone stays.
     name: "private-key",
-    pattern: /\bLS0tLS1CRUdJTi[A-Za-z0-9+/]{0,60}?(?:IFBSSVZBVEUgS0VZ|BQUklWQVRFIEtFW|UFJJVkFURSBLRVk)[A-Za-z0-9+/=]*(?:\r?\n[A-Za-z0-9+/]{20,}={0,2}(?![^\r\n]))*/g,
+    pattern: /\bLS0tLS1CRUdJTi[A-Za-z0-9+/=]*(?:\r?\n(?:[A-Za-z0-9+/]{20,}={0,2}(?![^\r\n])|[A-Za-z0-9+/]+={0,2}$))*/g,
+    replace: (match: string) => (decodesToPrivateKey(match) ? redacted : match),
     trigger: /LS0tLS1CRUdJTi/,
   },
   { name: "jwt", pattern: /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, trigger: /eyJ/ },

@@ -289,6 +289,13 @@ export function secretCorpus(seed = 20261203): SecretLine[] {
     const wrapped = encoded.replace(/(.{76})/g, "$1\n").trimEnd().split("\n");
     add("private-key", wrapped[6]!, `$ base64 -i deploy.pem\n${wrapped.join("\n")}\n$ echo done`);
   }
+  // A certificate and its key in one file, in base64: the key starts far past the blob's start.
+  {
+    const bundle = Buffer.from(`${pem("CERTIFICATE", Array.from({ length: 18 }, () => g.b64(64)))}\n${pem("EC PRIVATE KEY", Array.from({ length: 4 }, () => g.b64(64)))}\n`).toString("base64");
+    add("private-key", bundle.slice(-120, -60), `    tls.pem: ${bundle}`);
+    const wrapped = bundle.replace(/(.{76})/g, "$1\n").trimEnd().split("\n");
+    add("private-key", wrapped[wrapped.length - 3]!, `$ base64 haproxy.pem\n${wrapped.join("\n")}`);
+  }
   // A private key as `openssl rsa -text` prints it (the private parts' hex lines), and a
   // PuTTY key file's private lines.
   {
