@@ -82,6 +82,27 @@ describe("PEM text in base64", () => {
   });
 });
 
+describe("a Dockerfile's ENV, a secret manager's table, a Vault token before 1.10", () => {
+  it("`ENV NAME value` hides the rest of the line when the name holds a secret; paths, settings and references stay", () => {
+    expect(redact("#5 [2/4] ENV DB_PASSWORD hunter2-from-env")).toBe("#5 [2/4] ENV DB_PASSWORD [redacted]");
+    expect(redact(`Step 3/7 : ENV API_TOKEN "two words"  `)).toBe("Step 3/7 : ENV API_TOKEN [redacted]  ");
+    for (const kept of ["#6 [3/4] ENV PATH /usr/local/bin:/usr/bin", "Step 4/7 : ENV NODE_ENV production", "#7 ENV DB_PASSWORD_FILE /run/secrets/db", "ENV API_TOKEN ${TOKEN}", "ENV DB_PASSWORD=${PW}"]) expect(redact(kept)).toBe(kept);
+  });
+
+  it("a row of a table drawn with box lines hides the cell after a secret's name; headers, masks and other rows stay", () => {
+    expect(redact("│ STRIPE_SECRET_KEY │ sk_x9Qm-27fLp0aZ │ live │")).toBe("│ STRIPE_SECRET_KEY │ [redacted] │ live │");
+    expect(redact("┃ DB_PASSWORD      ┃ hunter2 with space ┃ shared ┃")).toBe("┃ DB_PASSWORD      ┃ [redacted] ┃ shared ┃");
+    for (const kept of ["│ NAME │ VALUE │ NOTE │", "│ DB_PASSWORD │ ******** │ │", "│ PORT │ 5432 │", "│ SECRET NAME │ SECRET VALUE │", "│ DB_PASSWORD │ │", "│ protocol │  │ username │ password │          host          │"]) expect(redact(kept)).toBe(kept);
+    expect(redact("│ password │ hunter2 │")).toBe("│ password │ [redacted] │");
+  });
+
+  it("a Vault service token as `s.` and 24 random letters and digits is hidden; a name in code of the same length stays", () => {
+    expect(redact("token                s.Ixa1b2C3d4E5f6G7h8I9j0KL")).toBe("token                [redacted]");
+    expect(redact("VAULT_TOKEN s.QWERTYUIOPasdfghjklZXCVb done")).toBe("VAULT_TOKEN [redacted] done");
+    for (const kept of ["    at s.getBoundingClientRectsAt (bundle.js:10:3)", "s.abcdefghijklmnopqrstuvwx", "s.ABCDEFGHIJKLMNOPQRSTUVWX"]) expect(redact(kept)).toBe(kept);
+  });
+});
+
 describe("the redactor's skips", () => {
   it("a replacement that opens a later rule's gate (a `-` after `[redacted]`) gives what the rules applied one by one give", () => {
     // Found by `npm run fuzz` (seed 1591582392): no `-` of the text follows a non-word

@@ -64,6 +64,15 @@ export function quoted(text: string): boolean {
   return text.indexOf("'") !== -1;
 }
 
+/**
+ * The gate of the rule for rows of tables drawn with box lines (`│ DB_PASSWORD │ … │`): such
+ * a row holds none of the punctuation `punctuated` looks for.
+ */
+export function boxed(text: string): boolean {
+  return boxLine.test(text);
+}
+const boxLine = /[│┃║]/;
+
 /** An expression's source that matches `word` in any case, without the `i` flag: V8 scans a case-insensitive expression several times slower. */
 function anyCase(word: string): string {
   return [...word].map((c) => (c.toLowerCase() === c.toUpperCase() ? c : `[${c.toUpperCase()}${c.toLowerCase()}]`)).join("");
@@ -168,6 +177,8 @@ const name = String.raw`[A-Za-z_][A-Za-z0-9_.-]*`;
  * than matched case-insensitively, which costs the scan of every text several times more.
  */
 const wordPart = "(?:[Pp]ass|PASS|[Pp]wd|PWD|[Ss]ecret|SECRET|[Tt]oken|TOKEN|[Aa]uth|AUTH|[Kk]ey|KEY|[Cc]redential|CREDENTIAL|[Ss]ession|SESSION|[Cc]ookie|COOKIE)";
+/** A name (`name`) that holds one of the secret words' parts, written without a lookahead (the token gate's property draws texts from its rules' patterns). */
+const secretName = String.raw`(?:[A-Za-z_][A-Za-z0-9_.-]*?)?${wordPart}[A-Za-z0-9_.-]*`;
 /** Triggers: a secret word in a name that an `=` or `:` follows; after `-`; after `<`. Most output (`PASS src/…`) has none. */
 const assignmentTrigger = new RegExp(String.raw`${wordPart}[A-Za-z0-9_.-]*["']?[ \t]*[:=]`);
 // A flag's name may be in upper case (`java -DDB_PASSWORD=…`, `--API_TOKEN …`): the flag
@@ -392,6 +403,28 @@ const placeRules: RedactionRule[] = [
     gate: tokenShaped,
   },
   {
+    // A Dockerfile's older `ENV NAME value` (a blank where `=` stands now), as a build prints
+    // its steps (`#5 [2/4] ENV DB_PASSWORD hunter2`, `Step 2/4 : ENV …`): the value is the
+    // rest of the line. `ENV NAME=value` is an assignment (above).
+    name: "dockerfile-env",
+    pattern: new RegExp(String.raw`(\bENV[ \t]+)(${secretName})[ \t]+(\S(?:[^\r\n]*\S)?)`, "g"),
+    replace: (match: string, _head: string, n: string, value: string) => hideValue(match, n, value),
+    trigger: new RegExp(String.raw`\bENV[ \t]+[A-Za-z0-9_.-]*${wordPart}`),
+    gate: tokenShaped,
+  },
+  {
+    // A row of a table drawn with box lines, as secret managers' CLIs list names and values
+    // (`doppler secrets`, `infisical secrets`): `│ DB_PASSWORD │ hunter2 │`, the cell after a
+    // name that holds a secret.
+    name: "table-row",
+    pattern: new RegExp(String.raw`([│┃║][ \t]*)(${secretName})([ \t]*[│┃║][ \t]*)([^│┃║\s](?:[^│┃║\r\n]*[^│┃║\s])?)`, "g"),
+    // A diagram's labels are not a name and its value (Node's URL diagram: `│ username │
+    // password │ host │`): a lower-case name beside a lower-case word is passed over.
+    replace: (match: string, _open: string, n: string, _between: string, value: string) => (/^[a-z]+$/.test(n) && /^[a-z]+$/.test(value) ? match : hideValue(match, n, value)),
+    trigger: new RegExp(String.raw`${wordPart}[A-Za-z0-9_.-]*[ \t]*[│┃║]`),
+    gate: boxed,
+  },
+  {
     // A `.netrc` entry, on one line or several, as `cat ~/.netrc` or a debug trace prints it:
     // `machine api.example.com login ci password …` (curl, git, ftp read these).
     name: "netrc",
@@ -462,17 +495,17 @@ const tokenStart = new RegExp(
   String.raw`\b(?:` +
     [
       // One alternative for each first letter: the scan tries fewer of them at a word's start.
-      String.raw`s(?:k[-_]|k\.eyJ|hp(?:at|ca|pa|ss)_|q0(?:atp|csp)-|ntry[su]_|bp_|b_secret_)`, String.raw`p(?:k[-_]|ypi-|plx-|ul-|at[A-Za-z0-9]{14}\.)`,
+      String.raw`s(?:k[-_]|k\.eyJ|hp(?:at|ca|pa|ss)_|q0(?:atp|csp)-|ntry[su]_|bp_|b_secret_|\.[A-Za-z0-9]{24}\b)`, String.raw`p(?:k[-_]|ypi-|plx-|ul-|at[A-Za-z0-9]{14}\.)`,
       "r(?:k[-_]|8_)", "eyJ", "g(?:h[pousr]_|ithub_pat_|l[a-z]{1,5}-|l(?:sa|c)_|sk_)", "G(?:R1348941|OCSPX-)", "n(?:pm|tn|fp)_", "whsec_",
       String.raw`S(?:G\.|K[0-9a-f])`, String.raw`h(?:f_|ooks\.slack\.com|v[sbr]\.)`, String.raw`a(?:pi_org_|ws[ \t]+configure)`,
       String.raw`d(?:o[por]_v1_|iscord(?:app)?\.com\/api\/webhooks|api|p\.[a-z]+\.|ckr_[a-z]at_)`, String.raw`x(?:ox[abeoprs]-|app-\d-|ai-)`,
       "A(?:KIA|SIA|BIA|CCA|Iza|TATT3|GE-SECRET-KEY-)", String.raw`ya29\.`, "key-", "l(?:in_api_|sv2_)", "NRAK-", "f(?:igd_|o1_|m[12][ar]?_)", "HRKU-",
       "CCIPAT_", "PMAK-", "bkua_", "ops_eyJ", "tvly-", "LS0tLS1CRUdJTi", String.raw`us\d`, anyCase("bearer"),
       // Not tokens, but words that start a credential at a word's start as tokens do: a
-      // `.netrc` entry, SQL's `IDENTIFIED BY` and `aws configure set` (in the `a`
-      // alternative above). Here they cost one more alternative of a scan that runs anyway;
+      // `.netrc` entry, SQL's `IDENTIFIED BY`, a Dockerfile's `ENV NAME value` and `aws
+      // configure set` (in the `a` alternative above). Here they cost one more alternative of a scan that runs anyway;
       // as `indexOf`s of their own, 45–80 ns a text.
-      "machine", "IDENTIFIED", "identified",
+      "machine", "IDENTIFIED", "identified", String.raw`ENV[ \t]`,
     ].join("|") +
     ")",
 );
@@ -498,6 +531,12 @@ function decodesToPrivateKey(encoded: string): boolean {
   } catch {
     return true;
   }
+}
+
+/** Letters and digits as a token's random part has them (both cases, and a digit or six capitals), not as a name in code. */
+function drawnAtRandom(text: string): boolean {
+  const capitals = text.replace(/[^A-Z]/g, "").length;
+  return /[a-z]/.test(text) && capitals > 0 && (/\d/.test(text) || capitals >= 6);
 }
 
 // Each behind the token gate: its trigger is tested only on a text that holds the start of some token.
@@ -540,7 +579,16 @@ const vendorRules: RedactionRule[] = [
   { name: "databricks", pattern: /\bdapi[a-f0-9]{32}(?:-\d)?\b/g, trigger: /dapi/ },
   { name: "linear", pattern: /\blin_api_[A-Za-z0-9]{40}\b/g, trigger: /lin_api_/ },
   { name: "doppler", pattern: /\bdp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,44}\b/g, trigger: /dp\.[a-z]+\./ },
-  { name: "vault", pattern: /\bhv[sbr]\.[A-Za-z0-9_-]{24,}/g, trigger: /hv[sbr]\./ },
+  {
+    // Vault's tokens: `hvs.`, `hvb.`, `hvr.` since Vault 1.10, and before it a service token
+    // as `s.` and 24 letters and digits. Those are taken only when they look drawn at
+    // random (both cases, and a digit or six capitals), not a name in code (`s.` and a
+    // camelCase word of 24 letters).
+    name: "vault",
+    pattern: /\bhv[sbr]\.[A-Za-z0-9_-]{24,}|\bs\.[A-Za-z0-9]{24}\b/g,
+    replace: (match: string) => (match.startsWith("s.") && !drawnAtRandom(match.slice(2)) ? match : redacted),
+    trigger: /hv[sbr]\.|\bs\.[A-Za-z0-9]{24}\b/,
+  },
   { name: "newrelic", pattern: /\bNRAK-[A-Z0-9]{27}\b/g, trigger: /NRAK-/ },
   { name: "sentry", pattern: /\bsntry[su]_[A-Za-z0-9+/=_-]{40,}/g, trigger: /sntry[su]_/ },
   { name: "atlassian", pattern: /\bATATT3[A-Za-z0-9_=-]{100,}/g, trigger: /ATATT3/ },

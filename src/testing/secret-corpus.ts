@@ -322,6 +322,19 @@ export function secretCorpus(seed = 20261203): SecretLine[] {
   add("aws-configure", awsSecret, `+ aws configure set aws_secret_access_key ${awsSecret}`);
   const awsToken = g.urlsafe(120);
   add("aws-configure", awsToken, `aws configure set profile.ci.aws_session_token "${awsToken}"`);
+  // A Dockerfile's older `ENV NAME value`, as BuildKit and the classic builder print the step.
+  const envValue = g.alnum(20);
+  add("dockerfile-env", envValue, `#5 [2/4] ENV DB_PASSWORD ${envValue}`);
+  const envSpaced = `${g.alnum(10)} ${g.alnum(10)}`;
+  add("dockerfile-env", envSpaced, `Step 3/7 : ENV API_TOKEN "${envSpaced}"`);
+  // Secret managers' listings, drawn with box lines.
+  const dopplerValue = g.urlsafe(32);
+  add("table-row", dopplerValue, `│ STRIPE_SECRET_KEY │ ${dopplerValue} │                 │`);
+  const infisicalValue = g.alnum(24);
+  add("table-row", infisicalValue, `┃ DB_PASSWORD      ┃ ${infisicalValue} ┃ shared      ┃`);
+  // Vault's service token before Vault 1.10, as `vault token create` lists it.
+  const legacyVault = `s.${g.alnum(10)}7Q${g.alnum(12)}`;
+  add("vault", legacyVault, `token                s.${legacyVault.slice(2)}`);
   return lines;
 }
 
@@ -534,6 +547,13 @@ Host 'build-7' identified by its key fingerprint SHA256:2b4c6d8e0f1a3c5e7a9b1d3f
 --- PASS: TestSessionStore (0.00s)
 PASS: tests/session-expiry.sh
 Starting machine learning pipeline (login node: gpu-3)
+#6 [3/4] ENV PATH /usr/local/bin:/usr/bin
+Step 4/7 : ENV NODE_ENV production
+#7 [4/4] ENV DB_PASSWORD_FILE /run/secrets/db_password
+│ NAME              │ VALUE                  │ NOTE │
+│ DB_PASSWORD       │ ********               │      │
+│ PORT              │ 5432                   │      │
+    at s.getBoundingClientRectsAt (bundle.js:10:3)
 `
   .split("\n")
   .filter((line) => line.trim() !== "");
