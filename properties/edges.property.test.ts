@@ -18,6 +18,7 @@ import { Fold } from "../src/reducers/fold.js";
 import { createService } from "../src/service/server.js";
 import { call, producerToken } from "../test/support/serve.js";
 import { atLength } from "../test/support/soak.js";
+import type { GrantRow, RevocationRow } from "../src/ledger/grants.js";
 
 const tenants = ["t0", "t1", "t2"] as const;
 const keyPool = ["t0", "t1", "t2", "t0:2", "t1:2", "t0:2:3", "t0-tab", "t1-tab"];
@@ -304,4 +305,73 @@ test.prop([fc.array(revocationAct, { minLength: 8, maxLength: 36 })], { numRuns:
     }
   },
   120_000,
+);
+
+/** Acts of the directory's property: opens with and without keepTokens, compressions and closes, over few keys. */
+type GrantAct = { readonly k: "open"; readonly key: string; readonly keep: boolean } | { readonly k: "compress"; readonly key: string } | { readonly k: "close"; readonly key: string; readonly reason: "user" | "idle" };
+const grantKey = fc.constantFrom("a", "a:2", "b");
+const grantAct: fc.Arbitrary<GrantAct> = fc.oneof(
+  { arbitrary: fc.record({ k: fc.constant("open" as const), key: grantKey, keep: fc.boolean() }), weight: 4 },
+  { arbitrary: fc.record({ k: fc.constant("compress" as const), key: grantKey }), weight: 2 },
+  { arbitrary: fc.record({ k: fc.constant("close" as const), key: grantKey, reason: fc.constantFrom("user" as const, "idle" as const) }), weight: 3 },
+);
+
+test.prop([fc.array(grantAct, { minLength: 1, maxLength: 30 })], { numRuns: atLength(300, 3000) })(
+  "issue 59: serve's directory lets an ended conversation's grants and revocations go and finds them in the log's projections when a token comes back, and then every token reaches from every key exactly what a directory that kept every grant reaches",
+  async (acts) => {
+    const { Authority } = await import("../src/service/authority.js");
+    const { SessionDirectory, sessionToken } = await import("../src/service/auth.js");
+    const { grantsProjection, revocationsProjection } = await import("../src/ledger/grants.js");
+    const fold = new Fold();
+    const authority = new Authority(fold);
+    const directory = new SessionDirectory(authority);
+    // What serve did before issue 59's bound: every grant kept, a reopening with a new token revoking the key's earlier ones.
+    const kept = new Map<string, { session: string; seq: number }>();
+    const revokedBefore = new Map<string, number>();
+    const keptReach = (hash: string, key: string): string[] => {
+      const grant = kept.get(hash);
+      if (grant === undefined || grant.seq < (revokedBefore.get(grant.session) ?? 0)) return [];
+      const reach: string[] = [];
+      for (const link of fold.query.lineageFrom(grant.session)) {
+        if (grant.seq < (revokedBefore.get(link) ?? 0)) break;
+        if (link === key || reach.length > 0) reach.push(link);
+      }
+      return reach;
+    };
+    // The log's grants and revocations projections, applied as a store applies them.
+    const rows = new Map<string, GrantRow>();
+    const revocationRows = new Map<string, RevocationRow>();
+    const tokens: string[] = [];
+    let seq = 0;
+    for (const a of acts) {
+      const token = `token-${seq + 1}`;
+      const hash = sessionToken(token).hash;
+      const event: TurnfoldEvent =
+        a.k === "open"
+          ? { type: "session.opened", at: seq, session: a.key, surface: "tui", tokenHash: hash, ...(a.keep ? { keepTokens: true } : {}) }
+          : a.k === "compress"
+            ? { type: "session.compressed", at: seq, session: a.key, successor: `${a.key}:${seq}`, successorTokenHash: hash }
+            : { type: "session.closed", at: seq, session: a.key, reason: a.reason };
+      const stored = { ...event, seq: ++seq } as Stored;
+      fold.step(stored, { dispatch: () => undefined, overBudget: () => undefined });
+      authority.apply(stored);
+      directory.apply(stored);
+      for (const key of grantsProjection.keys(stored)) rows.set(key, grantsProjection.evolve(rows.get(key), stored)!);
+      for (const key of revocationsProjection.keys(stored)) revocationRows.set(key, revocationsProjection.evolve(revocationRows.get(key), stored)!);
+      if (a.k === "open" && !a.keep) revokedBefore.set(a.key, stored.seq);
+      if (event.type === "session.opened" || event.type === "session.compressed") {
+        tokens.push(token);
+        if (!kept.has(hash)) kept.set(hash, { session: event.type === "session.opened" ? event.session : event.successor, seq: stored.seq });
+      }
+      for (const t of tokens) {
+        const asked = sessionToken(t);
+        await directory.recall(asked, { grant: async (h) => rows.get(h), revokedBefore: async (key) => revocationRows.get(key)?.before });
+        const grant = kept.get(asked.hash)!;
+        expect(directory.grantOf(asked), `${t}'s grant after ${JSON.stringify(event)}`).toBe(grant.seq < (revokedBefore.get(grant.session) ?? 0) ? undefined : grant.session);
+        for (const key of new Set([...acts.map((x) => x.key), ...fold.query.lineageFrom("a"), ...fold.query.lineageFrom("b")])) {
+          expect(directory.reachFrom(asked, key), `${t} from ${key} after ${JSON.stringify(event)}`).toEqual(keptReach(asked.hash, key));
+        }
+      }
+    }
+  },
 );

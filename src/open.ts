@@ -1,9 +1,9 @@
 /**
- * The composition root: opens a store with the four inline projections turnfold keeps (the
+ * The composition root: opens a store with the inline projections turnfold keeps (the
  * delegation ledger; the batches `serve` accepted with an idempotency key; the hand-over
- * claims of agent hosts; the owners of addressed processes), so every opener of a log
- * registers the same ones, and the ledger policy is given once, to the projection that
- * both applies and decides with it.
+ * claims of agent hosts; the grants of session tokens and their revocations; the owners of
+ * addressed processes), so every opener of a log registers the same ones, and the ledger
+ * policy is given once, to the projection that both applies and decides with it.
  */
 import { z } from "zod";
 import { logError } from "./events/errors.js";
@@ -14,6 +14,7 @@ import type { EventStore } from "./events/store.js";
 import { ledgerProjection } from "./ledger/projection.js";
 import { batchesProjection } from "./ledger/batches.js";
 import { handoverProjection } from "./ledger/handover.js";
+import { grantsProjection, revocationsProjection } from "./ledger/grants.js";
 import { addressedProcessesProjection } from "./events/addressed.js";
 import { defaultLedgerPolicy, type LedgerPolicy } from "./ledger/decider.js";
 import { optionsProblem, type ListsEvery } from "./events/options.js";
@@ -70,7 +71,7 @@ export async function openLog(target: string, options: OpenLogOptions = {}): Pro
   checkOptions(options, target);
   // SQLite would take `mysql://user:pw@host/db` for a path, and name it, password and all, in its error.
   if (isForeignUrl(target)) throw logError("bad-url", redactUrl(target), foreignUrlMessage(target));
-  const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy), batchesProjection, handoverProjection, addressedProcessesProjection];
+  const projections = [ledgerProjection(options.ledgerPolicy ?? defaultLedgerPolicy), batchesProjection, handoverProjection, grantsProjection, revocationsProjection, addressedProcessesProjection];
   const redact = redactorOf(options.redaction, target);
   const refuseUnaddressed = options.allowUnaddressed !== true;
   if (target === memoryTarget) return new MemoryLog({ projections, redact, refuseUnaddressed });

@@ -5,11 +5,14 @@
  * turns beside it.
  */
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { TurnfoldEvent } from "../src/events/schema.js";
+import { openLog } from "../src/open.js";
+import { Projection } from "../src/projections/project.js";
+import { createService } from "../src/service/server.js";
 import { testDatabase } from "./support/postgres.js";
 import { openSession, running, stop, type Running } from "./support/running.js";
-import { call, producerToken } from "./support/serve.js";
+import { call, openStream, producerToken } from "./support/serve.js";
 import { tempDir } from "./support/tmp.js";
 
 const database = await testDatabase();
@@ -153,4 +156,82 @@ describe.each(backends)("serve on %s: one authority for ownership", (_name, targ
     }
     expect(routes.filter((route) => route.access === "public").map((route) => route.url).sort()).toEqual(["/healthz", "/metrics"]);
   });
+});
+
+/** The keys a serve's newest checkpoint keeps grants or revocations for, beside its runner's fold. */
+async function checkpointedGrants(r: Running): Promise<{ grants: string[]; revoked: string[] }> {
+  const kind = `service.v3.${new Projection({}).checkpointKind}`;
+  const end = await r.log.lastSeq();
+  await r.pipeline.runner.caughtUp(end, { timeoutMs: 5_000 });
+  let body: string | undefined;
+  await vi.waitFor(async () => {
+    const kept = await r.log.checkpoint(kind);
+    expect(kept?.seq).toBe(end);
+    body = kept!.body;
+  }, { timeout: 5_000 });
+  const state = JSON.parse(body!.slice(body!.indexOf("\n") + 1)) as { directory: { grants: [string, string, number][]; revokedBefore: [string, number][] } };
+  return { grants: state.directory.grants.map(([, session]) => session).sort(), revoked: state.directory.revokedBefore.map(([key]) => key).sort() };
+}
+
+describe.each(backends)("serve on %s: a conversation that ended (issue 59: the server remembers what is alive)", (_name, target) => {
+  it("leaves none of its grants or revocations in the server's memory; its token still reads its turns, explains its items and lists its session, before and after a restart; a token revoked before the end stays refused", async () => {
+    const db = target();
+    const start = async () => {
+      const log = await openLog(db, { pollMs: 5 });
+      const service = await createService({ log, producerToken, checkpointEvery: 1 });
+      return { log, service, pipeline: service.pipeline, url: await service.listen("127.0.0.1", 0) };
+    };
+    let r = await start();
+    try {
+      const revoked = await open(r, "ended");
+      const token = await open(r, "ended");
+      const carriedOn = await open(r, "ended-too");
+      const continued = String((await call(r.url, "POST", "/v1/sessions/ended-too/compress", carriedOn, { successor: "ended-too:2" })).body["token"]);
+      const live = await open(r, "going-on");
+      await produce(r, [exit("build", "ended", "ENDED-BUILD-OUTPUT"), exit("lint", "ended-too:2", "lint ok")]);
+      for (const [key, bearer] of [["ended", token], ["ended-too:2", continued]] as const) {
+        expect((await call(r.url, "POST", `/v1/sessions/${key}/drain`, bearer, { consumer: "tui-poller" })).status).toBe(200);
+      }
+      await recorded(r, 2);
+      expect(await checkpointedGrants(r)).toEqual({ grants: ["ended", "ended-too", "ended-too:2", "going-on"], revoked: ["ended", "ended-too", "going-on"] });
+      expect((await call(r.url, "POST", "/v1/sessions/ended/close", token, { reason: "user" })).status).toBe(200);
+      expect((await call(r.url, "POST", "/v1/sessions/ended-too:2/close", continued, { reason: "user" })).status).toBe(200);
+      // The last key of each closed: the grants of both conversations (a compressed one's first key too) go.
+      expect(await checkpointedGrants(r)).toEqual({ grants: ["going-on"], revoked: ["going-on"] });
+      for (const restart of [false, true]) {
+        if (restart) {
+          await stop(r);
+          r = await start();
+        }
+        const items = await call(r.url, "GET", "/v1/sessions/ended/items", token);
+        expect(items.status, items.text).toBe(200);
+        expect(items.text).toContain("build");
+        const explained = await call(r.url, "GET", "/v1/sessions/ended/explain/build", token);
+        expect(explained.status, explained.text).toBe(200);
+        expect(explained.text).toContain("ENDED-BUILD-OUTPUT");
+        const listed = await call(r.url, "GET", "/v1/sessions", token);
+        expect(listed.status, listed.text).toBe(200);
+        expect(listed.text).toContain('"ended"');
+        expect(listed.text).not.toContain("going-on");
+        // The first key's token reaches the key that continued it.
+        expect((await call(r.url, "GET", "/v1/sessions/ended-too:2/items", carriedOn)).status).toBe(200);
+        const turns = openStream(r.url, "ended", token);
+        await turns.waitFor(1);
+        await turns.ended;
+        expect(turns.events[0]!.data).toMatchObject({ session: "ended" });
+        expect(turns.text()).toContain("event: closed");
+        expect((await call(r.url, "GET", "/v1/sessions/ended/items", revoked)).status).toBe(404);
+        expect((await call(r.url, "GET", "/v1/sessions", revoked)).status).toBe(401);
+        expect((await call(r.url, "GET", "/v1/sessions/going-on/items", token)).status).toBe(404);
+        expect((await call(r.url, "GET", "/v1/sessions/going-on/items", live)).status).toBe(200);
+      }
+      // Opened again, keeping its tokens: the ended conversation's token acts again; with a new token, it is revoked.
+      await open(r, "ended", { keepTokens: true });
+      expect((await call(r.url, "POST", "/v1/sessions/ended/drain", token, { consumer: "tui-poller" })).status).toBe(200);
+      await open(r, "ended");
+      expect((await call(r.url, "GET", "/v1/sessions/ended/items", token)).status).toBe(404);
+    } finally {
+      await stop(r);
+    }
+  }, 60_000);
 });

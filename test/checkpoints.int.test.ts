@@ -273,7 +273,7 @@ describe("checkpoints in the log", () => {
     const current = await open("again");
     // The runner keeps its checkpoint, with the service's part beside it, at its next idle point.
     await first.pipeline.runner.caughtUp(await log.lastSeq(), { timeoutMs: 5_000 });
-    await vi.waitFor(async () => expect((await log.checkpoint(`service.v2.${new Projection({}).checkpointKind}`))?.seq).toBe(3), { timeout: 5_000 });
+    await vi.waitFor(async () => expect((await log.checkpoint(`service.v3.${new Projection({}).checkpointKind}`))?.seq).toBe(3), { timeout: 5_000 });
     await first.close();
     await log.append([{ type: "process.exited", at: 9, process: "keep.1", exitCode: 0, reason: "exited", output: "after the checkpoint", owner: "keep" }]);
     const answers = async () => {

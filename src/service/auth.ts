@@ -67,20 +67,40 @@ export function sessionToken(token: string): Token {
 }
 
 /** A grant of a session token: the key it was issued for, and the seq that issued it. */
-interface Grant {
+export interface Grant {
   readonly session: string;
   readonly seq: number;
+  /**
+   * For a grant of an ended conversation found in the log (`recall`): the revocations the
+   * log held then for each key of its lineage (0: none), judged with the directory's own.
+   */
+  readonly revokedBefore?: ReadonlyMap<string, number>;
+}
+
+/** Where a directory finds what it let go: a grant by its token's hash, and a key's latest revocation (the log's `grants` and `revocations` projections). */
+export interface GrantLookups {
+  grant(hash: string): Promise<{ readonly session: string; readonly seq: number } | undefined>;
+  revokedBefore(key: string): Promise<number | undefined>;
 }
 
 /** A directory's grants and keys as plain JSON: what a service's checkpoint keeps of it. */
 export interface DirectoryState {
-  /** Each granted token hash: the key it opened and the seq of the grant. */
+  /** Each granted token hash of a conversation still going on: the key it opened and the seq of the grant. */
   readonly grants: readonly (readonly [string, string, number])[];
   readonly known: readonly string[];
   readonly revokedBefore: readonly (readonly [string, number])[];
   readonly surface: readonly (readonly [string, Surface])[];
   readonly parent: readonly (readonly [string, string])[];
 }
+
+/** What a directory asks of the service: the fold's answers, and the keys of a conversation (a key and those it continues). */
+export interface DirectorySource {
+  readonly query: FoldQuery;
+  audienceOf(session: string): string[];
+}
+
+/** Grants of ended conversations found in the log (`recall`) that a directory keeps at once, the least recently asked going first. */
+export const recalledKept = 1024;
 
 /**
  * The grants of session tokens, folded from the log: which key each token hash opened, and
@@ -91,11 +111,26 @@ export interface DirectoryState {
  *   (and their reach through it), unless the `session.opened` says `keepTokens: true`.
  * - Whether an act in a key's name takes effect (the key is live, the process is the
  *   session's) is the fold's answer too: the routes ask it.
+ * - What it holds is what conversations still going on need (issue 59: a long-running
+ *   server remembers what is alive). When a conversation ends (its last key is closed),
+ *   its grants, revocations, surfaces and parents go, and its keys are left to the fold,
+ *   which keeps every key it met. Its tokens may still read its turns: such a token is
+ *   found in the log's `grants` projection when it comes back (`recall`), with the
+ *   revocations of its lineage's keys from the log's `revocations`, and judged as a grant
+ *   kept here is.
  */
 export class SessionDirectory {
   readonly #grants = new Map<string, Grant>();
   readonly #grantsOf = new Map<string, Set<string>>();
-  readonly #source: { readonly query: FoldQuery };
+  /**
+   * Grants of ended conversations found in the log, at most `recalledKept`, least recently
+   * asked first. One goes as soon as an event opens, compresses or closes a key of its
+   * lineage: what it knows of their revocations may be old then, and the log has the new.
+   */
+  readonly #recalled = new Map<string, Grant>();
+  /** Counts the events that open, compress or close a key: a `recall` that saw one come while it read reads again. */
+  #sessionEvents = 0;
+  readonly #source: DirectorySource;
   readonly #known = new Set<string>();
   /** Per key: grants issued before this seq no longer reach it at all. */
   readonly #revokedBefore = new Map<string, number>();
@@ -104,7 +139,7 @@ export class SessionDirectory {
   readonly #parent = new Map<string, string>();
 
   /** `source.query` answers for the fold that the directory is told the same events after, in the same order. */
-  constructor(source: { readonly query: FoldQuery }) {
+  constructor(source: DirectorySource) {
     this.#source = source;
   }
 
@@ -128,8 +163,12 @@ export class SessionDirectory {
     for (const [key, parent] of state.parent) this.#parent.set(key, parent);
   }
 
-  /** Folds one event of the log. */
+  /** Folds one event of the log (after the fold took it). */
   apply(event: Stored): void {
+    if (event.type === "session.opened" || event.type === "session.compressed" || event.type === "session.closed") {
+      this.#sessionEvents++;
+      if (this.#recalled.size > 0) this.#forgetRecalled(event.session);
+    }
     switch (event.type) {
       case "session.opened":
         this.#known.add(event.session);
@@ -147,6 +186,10 @@ export class SessionDirectory {
         this.#known.add(event.successor);
         if (!this.#parent.has(event.successor) && this.#parent.has(event.session)) this.#parent.set(event.successor, this.#parent.get(event.session)!);
         if (event.successorTokenHash !== undefined) this.#grant(event.successorTokenHash, event.successor, event.seq);
+        return;
+      case "session.closed":
+        this.#known.add(event.session);
+        this.#ended(event.session);
         return;
       default: {
         const session = (event as { session?: unknown }).session;
@@ -169,9 +212,37 @@ export class SessionDirectory {
     this.#revokedBefore.set(session, seq);
   }
 
+  /**
+   * A key was closed: when it ends its conversation (no key continues it, and it is not
+   * live), what the directory kept for the conversation's keys goes. A key the fold holds
+   * is known by the fold's answer from now on (`knows`).
+   */
+  #ended(key: string): void {
+    const query = this.#source.query;
+    if (query.successorOf(key) !== undefined || query.liveTip(key) !== undefined) return;
+    for (const link of this.#source.audienceOf(key)) {
+      for (const hash of this.#grantsOf.get(link) ?? []) this.#grants.delete(hash);
+      this.#grantsOf.delete(link);
+      this.#revokedBefore.delete(link);
+      this.#surface.delete(link);
+      this.#parent.delete(link);
+      if (query.keyHolder(link) !== undefined) this.#known.delete(link);
+    }
+  }
+
+  /** Lets go of the recalled grants whose lineage holds `key`. */
+  #forgetRecalled(key: string): void {
+    for (const [hash, grant] of this.#recalled) if (grant.revokedBefore?.has(key)) this.#recalled.delete(hash);
+  }
+
+  /** Grants before this seq no longer reach `link`: what the directory holds, or what the log held when the grant was recalled. */
+  #revokedAt(grant: Grant, link: string): number {
+    return Math.max(this.#revokedBefore.get(link) ?? 0, grant.revokedBefore?.get(link) ?? 0);
+  }
+
   /** True when some event already names this key (a new session or successor must not take it). */
   knows(key: string): boolean {
-    return this.#known.has(key);
+    return this.#known.has(key) || this.#source.query.keyHolder(key) !== undefined;
   }
 
   /**
@@ -182,28 +253,76 @@ export class SessionDirectory {
     return drainMismatch(this.#surface.get(key), consumer);
   }
 
-  /** The session `key` reports to (its `parent`), if its opening named one. */
+  /** The session `key` reports to (its `parent`), if its opening named one and its conversation goes on. */
   parentOf(key: string): string | undefined {
     return this.#parent.get(key);
   }
 
+  /**
+   * A token's grant, when it was granted and not revoked since: kept for a conversation
+   * going on, or recalled from the log for an ended one (`recall`).
+   */
+  grantFor(token: Token): Grant | undefined {
+    let grant = this.#grants.get(token.hash);
+    if (grant === undefined) {
+      grant = this.#recalled.get(token.hash);
+      if (grant !== undefined) {
+        // Asked again: the last to go.
+        this.#recalled.delete(token.hash);
+        this.#recalled.set(token.hash, grant);
+      }
+    }
+    if (grant === undefined || grant.seq < this.#revokedAt(grant, grant.session)) return undefined;
+    return grant;
+  }
+
   /** The session key a token was granted for, if any. */
   grantOf(token: Token): string | undefined {
-    return this.#grants.get(token.hash)?.session;
+    return this.grantFor(token)?.session;
   }
 
   /**
-   * The keys a token reaches from `key` on: the lineage from `key` (as the fold has it), cut
-   * at the first key that revoked the token's grant (a later `session.opened` of that key
-   * with a new token). Empty when the token was never granted, or does not reach `key` at
-   * all. Asked afresh at every read, so a revocation counts from the event that made it.
+   * Looks a token this directory does not hold up in the log (`lookups`: its grant, and the
+   * revocations of the keys of its lineage as the fold has it now), and keeps what it finds
+   * for the next asks, at most `recalledKept` such grants. For a token of a conversation
+   * that ended: what it may reach is judged as for any other (`reachOf`). Ask it once the
+   * fold has caught up with the log, so that no revocation is missed.
+   */
+  async recall(token: Token, lookups: GrantLookups): Promise<void> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (this.#grants.has(token.hash) || this.#recalled.has(token.hash)) return;
+      const before = this.#sessionEvents;
+      const found = await lookups.grant(token.hash);
+      if (found === undefined) return;
+      const lineage = this.lineageFrom(found.session);
+      const revoked = await Promise.all(lineage.map((link) => lookups.revokedBefore(link)));
+      // A key was opened, compressed or closed meanwhile: what was read may be older than it, so read again.
+      if (this.#sessionEvents !== before) continue;
+      this.#recalled.set(token.hash, { session: found.session, seq: found.seq, revokedBefore: new Map(lineage.map((link, i) => [link, revoked[i] ?? 0])) });
+      if (this.#recalled.size > recalledKept) this.#recalled.delete(this.#recalled.keys().next().value!);
+      return;
+    }
+  }
+
+  /**
+   * The keys a token reaches from `key` on (see `reachOf`). Empty when the token was never
+   * granted (or is not held: see `recall`), or does not reach `key` at all.
    */
   reachFrom(token: Token, key: string): string[] {
-    const grant = this.#grants.get(token.hash);
-    if (grant === undefined) return [];
+    const grant = this.grantFor(token);
+    return grant === undefined ? [] : this.reachOf(grant, key);
+  }
+
+  /**
+   * The keys a grant reaches from `key` on: the lineage from the key it was granted for (as
+   * the fold has it), cut at the first key that revoked it (a later `session.opened` of
+   * that key with a new token). Empty when it does not reach `key` at all. Asked afresh at
+   * every read, so a revocation counts from the event that made it.
+   */
+  reachOf(grant: Grant, key: string): string[] {
     const reach: string[] = [];
     for (const link of this.lineageFrom(grant.session)) {
-      if (grant.seq < (this.#revokedBefore.get(link) ?? 0)) break;
+      if (grant.seq < this.#revokedAt(grant, link)) break;
       if (link === key || reach.length > 0) reach.push(link);
     }
     return reach;

@@ -9,8 +9,11 @@ import type { BesideState } from "../projections/live.js";
 import type { DirectoryState, SessionDirectory } from "./auth.js";
 import type { Authority, AuthorityState } from "./authority.js";
 
-/** Bump with any change to what `AuthorityState` or `DirectoryState` hold. Layout 1 also held a fold of the service's own. */
-const serviceLayout = 2;
+/**
+ * Bump with any change to what `AuthorityState` or `DirectoryState` hold. Layout 1 also held
+ * a fold of the service's own; layout 2 held the grants of every conversation, ended ones too.
+ */
+const serviceLayout = 3;
 
 interface ServiceState {
   readonly predecessors: AuthorityState;

@@ -135,8 +135,11 @@ export function requireReader(context: ServiceContext, request: SessionRequest):
   if (raw === undefined) throw new HttpError(401, { error: missingToken("a session token", request.headers.authorization) });
   const token = sessionToken(raw);
   const key = request.params.key;
-  if (typeof key !== "string" || !context.directory.allows(token, key)) throw new HttpError(404, noSuchSession);
-  const reach = () => context.directory.reachFrom(token, key);
+  // The grant is taken once: a stream of an ended conversation keeps reading by it after
+  // the directory has let the grant go (revocations are still judged at every read).
+  const grant = context.directory.grantFor(token);
+  if (typeof key !== "string" || grant === undefined || context.directory.reachOf(grant, key).length === 0) throw new HttpError(404, noSuchSession);
+  const reach = () => context.directory.reachOf(grant, key);
   return { key, token, reach, sees: (subject) => context.authority.sees(reach(), subject) };
 }
 

@@ -16,7 +16,8 @@ import { aFunction, aLog, optionsProblem, type ListsEvery } from "../events/opti
 import type { TurnfoldEvent } from "../events/schema.js";
 import { joinWritable } from "../events/validate.js";
 import type { FoldQuery } from "../reducers/query.js";
-import { bearer, producerTokenProblem, sameSecret, SessionDirectory, sessionToken } from "./auth.js";
+import { grantsProjection, revocationsProjection } from "../ledger/grants.js";
+import { bearer, producerTokenProblem, sameSecret, SessionDirectory, sessionToken, type Token } from "./auth.js";
 import { Authority } from "./authority.js";
 import { requireProducer, requireSession, type RouteAccess, type ServiceContext, type ServiceOptions, type SessionRequest } from "./context.js";
 import { createApp, HttpError } from "./http.js";
@@ -346,6 +347,7 @@ async function requireKnownToken(context: ServiceContext, request: FastifyReques
   const token = sessionToken(raw);
   if (context.directory.grantOf(token) !== undefined) return;
   await catchUpForToken(context);
+  await recallGrant(context, token);
   if (context.directory.grantOf(token) === undefined) throw new HttpError(401, { error: "this token is unknown here: it was never issued by this log, or it was revoked" });
 }
 
@@ -365,7 +367,23 @@ async function requireKnownSession(context: ServiceContext, request: SessionRequ
     if (!(error instanceof HttpError) || error.status !== 404) throw error;
   }
   await catchUpForToken(context);
+  const raw = bearer(request.headers.authorization);
+  if (raw !== undefined) await recallGrant(context, sessionToken(raw));
   requireSession(context, request);
+}
+
+/**
+ * A token the directory does not hold may be one of a conversation that ended, whose grant
+ * it let go: looked up in the log's `grants` projection (one row), with the revocations of
+ * its lineage's keys (`revocations`, a row each), after the catch-up, so that every
+ * revocation in the log up to now is judged with it.
+ */
+async function recallGrant(context: ServiceContext, token: Token): Promise<void> {
+  const { log } = context;
+  await context.directory.recall(token, {
+    grant: (hash) => log.row(grantsProjection, hash),
+    revokedBefore: async (key) => (await log.row(revocationsProjection, key))?.before,
+  });
 }
 
 /** Brings the service's fold to the log's end, for a token it does not know yet: at most `catchUpForTokenMs`, and never failing the request. */
