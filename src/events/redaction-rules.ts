@@ -64,6 +64,7 @@ export function quoted(text: string): boolean {
   return text.indexOf("'") !== -1;
 }
 
+const boxLine = /[│┃║]/;
 /**
  * The gate of the rule for rows of tables drawn with box lines (`│ DB_PASSWORD │ … │`): such
  * a row holds none of the punctuation `punctuated` looks for.
@@ -71,7 +72,6 @@ export function quoted(text: string): boolean {
 export function boxed(text: string): boolean {
   return boxLine.test(text);
 }
-const boxLine = /[│┃║]/;
 
 /** An expression's source that matches `word` in any case, without the `i` flag: V8 scans a case-insensitive expression several times slower. */
 function anyCase(word: string): string {
@@ -503,8 +503,8 @@ const tokenStart = new RegExp(
       "CCIPAT_", "PMAK-", "bkua_", "ops_eyJ", "tvly-", "LS0tLS1CRUdJTi", String.raw`us\d`, anyCase("bearer"),
       // Not tokens, but words that start a credential at a word's start as tokens do: a
       // `.netrc` entry, SQL's `IDENTIFIED BY`, a Dockerfile's `ENV NAME value` and `aws
-      // configure set` (in the `a` alternative above). Here they cost one more alternative of a scan that runs anyway;
-      // as `indexOf`s of their own, 45–80 ns a text.
+      // configure set` (in the `a` alternative above). Here they cost one more alternative
+      // of a scan that runs anyway; as `indexOf`s of their own, 45–80 ns a text.
       "machine", "IDENTIFIED", "identified", String.raw`ENV[ \t]`,
     ].join("|") +
     ")",
@@ -545,9 +545,10 @@ const vendorRules: RedactionRule[] = [
     // PEM text in base64, as a kubeconfig's `client-key-data`, a Kubernetes secret's
     // `tls.key` or `base64 key.pem` prints it: `-----BEGIN` is `LS0tLS1CRUdJTi`. Wrapped
     // lines (64 or 76 characters) continue it; a last line shorter than 20 characters holds
-    // only the END line's letters, unless the text ends in it (a chunk cut there). Hidden when what it decodes to holds a private key,
-    // wherever in it: a bundle of a certificate and its key (`base64 server.pem`) too. A
-    // certificate or a public key alone stays.
+    // only the END line's letters, unless the text ends in it (a chunk cut there). Hidden
+    // when what it decodes to holds a private key, wherever in it: a bundle of a
+    // certificate and its key (`base64 server.pem`) too. A certificate or a public key
+    // alone stays.
     name: "private-key",
     pattern: /\bLS0tLS1CRUdJTi[A-Za-z0-9+/=]*(?:\r?\n(?:[A-Za-z0-9+/]{20,}={0,2}(?![^\r\n])|[A-Za-z0-9+/]+={0,2}$))*/g,
     replace: (match: string) => (decodesToPrivateKey(match) ? redacted : match),
