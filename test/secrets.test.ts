@@ -11,7 +11,7 @@ import { isSecretName } from "../src/events/redaction-rules.js";
 import { countByRule, scanText } from "../src/events/scan.js";
 import type { TurnfoldEvent } from "../src/events/schema.js";
 import { openLog } from "../src/open.js";
-import { benignCorpus, generator, secretCorpus } from "../src/testing/secret-corpus.js";
+import { base64Lines, benignCorpus, generator, pem, secretCorpus } from "../src/testing/secret-corpus.js";
 
 const redact = createRedactor();
 
@@ -60,12 +60,12 @@ describe("the default rules against the corpora", () => {
 
 describe("PEM text in base64", () => {
   const draw = generator(20261208);
-  const pem = (label: string, lines: number) => `-----BEGIN ${label}-----\n${Array.from({ length: lines }, () => draw.b64(64)).join("\n")}\n-----END ${label}-----\n`;
-  const certificate = pem("CERTIFICATE", 20);
-  const key = pem("PRIVATE KEY", 25);
+  const file = (label: string, lines: number) => `${pem(label, Array.from({ length: lines }, () => draw.b64(64)))}\n`;
+  const certificate = file("CERTIFICATE", 20);
+  const key = file("PRIVATE KEY", 25);
   const keyBody = key.split("\n").slice(1, -2);
   const encoded = (text: string) => Buffer.from(text).toString("base64");
-  const wrapped = (text: string) => encoded(text).replace(/(.{76})/g, "$1\n").trimEnd();
+  const wrapped = (text: string) => base64Lines(text).join("\n");
 
   it("a certificate and its key in one file (the key far past the start) is hidden, on one line and wrapped", () => {
     const bundle = certificate + key;
@@ -208,7 +208,7 @@ describe("a secret split across chunks (issue 58, point 3)", () => {
   });
 
   // A key file in base64 as `base64 key.pem` prints it: lines of 76 characters.
-  const keyBase64 = Buffer.from(key).toString("base64").replace(/(.{76})/g, "$1\n").trimEnd();
+  const keyBase64 = base64Lines(key).join("\n");
   const keyLines = keyBase64.split("\n").slice(1, -1);
 
   it("a key in wrapped base64, split more than 1,024 characters after its first line, shows none of its lines", async () => {

@@ -31,8 +31,13 @@ export function generator(seed: number) {
 }
 
 /** A PEM block of `lines` lines of base64 (the key's body), as a job prints a key file. */
-function pem(label: string, body: string[]): string {
+export function pem(label: string, body: string[]): string {
   return [`-----BEGIN ${label}-----`, ...body, `-----END ${label}-----`].join("\n");
+}
+
+/** `text` in base64 as `base64 FILE` prints it: lines of 76 characters. */
+export function base64Lines(text: string): string[] {
+  return Buffer.from(text).toString("base64").replace(/(.{76})/g, "$1\n").trimEnd().split("\n");
 }
 
 /** Lines with secrets, for every rule and the notations jobs print them in. */
@@ -284,16 +289,18 @@ export function secretCorpus(seed = 20261203): SecretLine[] {
   // A private key in base64 (a kubeconfig, a Kubernetes secret, `base64 key.pem`), on one
   // line and wrapped at 76 characters.
   for (const label of ["RSA PRIVATE KEY", "PRIVATE KEY", "OPENSSH PRIVATE KEY"]) {
-    const encoded = Buffer.from(`${pem(label, Array.from({ length: 12 }, () => g.b64(64)))}\n`).toString("base64");
+    const key = `${pem(label, Array.from({ length: 12 }, () => g.b64(64)))}\n`;
+    const encoded = Buffer.from(key).toString("base64");
     add("private-key", encoded.slice(400, 460), `    client-key-data: ${encoded}`);
-    const wrapped = encoded.replace(/(.{76})/g, "$1\n").trimEnd().split("\n");
+    const wrapped = base64Lines(key);
     add("private-key", wrapped[6]!, `$ base64 -i deploy.pem\n${wrapped.join("\n")}\n$ echo done`);
   }
   // A certificate and its key in one file, in base64: the key starts far past the blob's start.
   {
-    const bundle = Buffer.from(`${pem("CERTIFICATE", Array.from({ length: 18 }, () => g.b64(64)))}\n${pem("EC PRIVATE KEY", Array.from({ length: 4 }, () => g.b64(64)))}\n`).toString("base64");
+    const text = `${pem("CERTIFICATE", Array.from({ length: 18 }, () => g.b64(64)))}\n${pem("EC PRIVATE KEY", Array.from({ length: 4 }, () => g.b64(64)))}\n`;
+    const bundle = Buffer.from(text).toString("base64");
     add("private-key", bundle.slice(-120, -60), `    tls.pem: ${bundle}`);
-    const wrapped = bundle.replace(/(.{76})/g, "$1\n").trimEnd().split("\n");
+    const wrapped = base64Lines(text);
     add("private-key", wrapped[wrapped.length - 3]!, `$ base64 haproxy.pem\n${wrapped.join("\n")}`);
   }
   // A private key as `openssl rsa -text` prints it (the private parts' hex lines), and a
