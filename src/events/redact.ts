@@ -246,9 +246,9 @@ export function contextStart(text: string, at: number): number {
   const floor = Math.max(0, at - longestToken);
   while (start > floor) {
     const c = text.charCodeAt(start - 1);
-    if (!spaceCode(c)) start--;
-    else if (c === 10 && wrappedLineBefore(text, start - 1)) start -= start > 1 && text.charCodeAt(start - 2) === 13 ? 2 : 1;
-    else break;
+    const next = !spaceCode(c) ? start - 1 : c === 10 ? wrappedBreak(text, start - 1) : -1;
+    if (next < 0) break;
+    start = next;
   }
   return start;
 }
@@ -262,17 +262,17 @@ function base64Code(c: number): boolean {
 const wrappedLine = 60;
 
 /**
- * Whether the line break at `at` is one inside wrapped base64 (a key file encoded, lines of
- * 64 or 76 characters): the line before it ends in at least `wrappedLine` base64
- * characters. A run without spaces goes on over such a break, so a cut far into a wrapped
- * key is seen from the key's first line.
+ * Where the line break whose `\n` is at `at` begins (its `\r`, if it has one) when it is a
+ * break inside wrapped base64 (a key file encoded, lines of 64 or 76 characters): the line
+ * before it ends in at least `wrappedLine` base64 characters. -1 for any other break. A run
+ * without spaces goes on over such a break, so a cut far into a wrapped key is seen from
+ * the key's first line.
  */
-function wrappedLineBefore(text: string, at: number): boolean {
-  let end = at;
-  if (end > 0 && text.charCodeAt(end - 1) === 13) end--;
-  if (end < wrappedLine) return false;
-  for (let i = end - wrappedLine; i < end; i++) if (!base64Code(text.charCodeAt(i))) return false;
-  return true;
+function wrappedBreak(text: string, at: number): number {
+  const end = at > 0 && text.charCodeAt(at - 1) === 13 ? at - 1 : at;
+  if (end < wrappedLine) return -1;
+  for (let i = end - wrappedLine; i < end; i++) if (!base64Code(text.charCodeAt(i))) return -1;
+  return end;
 }
 
 /**
