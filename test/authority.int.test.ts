@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { TurnfoldEvent } from "../src/events/schema.js";
 import { openLog } from "../src/open.js";
 import { Projection } from "../src/projections/project.js";
+import { serviceCheckpointKind } from "../src/service/checkpoint.js";
 import { createService } from "../src/service/server.js";
 import { testDatabase } from "./support/postgres.js";
 import { openSession, running, stop, type Running } from "./support/running.js";
@@ -160,7 +161,7 @@ describe.each(backends)("serve on %s: one authority for ownership", (_name, targ
 
 /** The keys a serve's newest checkpoint keeps grants or revocations for, beside its runner's fold. */
 async function checkpointedGrants(r: Running): Promise<{ grants: string[]; revoked: string[] }> {
-  const kind = `service.v3.${new Projection({}).checkpointKind}`;
+  const kind = serviceCheckpointKind(new Projection({}).checkpointKind);
   const end = await r.log.lastSeq();
   await r.pipeline.runner.caughtUp(end, { timeoutMs: 5_000 });
   let body: string | undefined;

@@ -22,6 +22,7 @@ import { spawnSync } from "node:child_process";
 import { tempDir } from "./support/tmp.js";
 import { cli } from "./support/cli.js";
 import { explain, explainLog, type ExplainSource } from "../src/projections/explain.js";
+import { serviceCheckpointKind } from "../src/service/checkpoint.js";
 import { createService } from "../src/service/server.js";
 import { call, producerToken } from "./support/serve.js";
 
@@ -273,7 +274,7 @@ describe("checkpoints in the log", () => {
     const current = await open("again");
     // The runner keeps its checkpoint, with the service's part beside it, at its next idle point.
     await first.pipeline.runner.caughtUp(await log.lastSeq(), { timeoutMs: 5_000 });
-    await vi.waitFor(async () => expect((await log.checkpoint(`service.v3.${new Projection({}).checkpointKind}`))?.seq).toBe(3), { timeout: 5_000 });
+    await vi.waitFor(async () => expect((await log.checkpoint(serviceCheckpointKind(new Projection({}).checkpointKind)))?.seq).toBe(3), { timeout: 5_000 });
     await first.close();
     await log.append([{ type: "process.exited", at: 9, process: "keep.1", exitCode: 0, reason: "exited", output: "after the checkpoint", owner: "keep" }]);
     const answers = async () => {

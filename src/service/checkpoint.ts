@@ -20,10 +20,15 @@ interface ServiceState {
   readonly directory: DirectoryState;
 }
 
+/** The kind of the service's checkpoints beside a runner's of `runnerKind`. */
+export function serviceCheckpointKind(runnerKind: string): string {
+  return `service.v${serviceLayout}.${runnerKind}`;
+}
+
 /** The service's state as the runner checkpoints it beside its own. */
 export function serviceState(authority: Authority, directory: SessionDirectory): BesideState {
   return {
-    kind: (runnerKind) => `service.v${serviceLayout}.${runnerKind}`,
+    kind: serviceCheckpointKind,
     save: () => {
       const body = JSON.stringify({ predecessors: authority.state(), directory: directory.state() } satisfies ServiceState);
       return `${textDigest(body)}\n${body}`;

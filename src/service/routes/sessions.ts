@@ -159,7 +159,7 @@ function compressRoute(context: ServiceContext): void {
       // use is refused though the fold would merge into it: the edge's own rule, since it
       // would hand this token another session's turns.
       requireLive(query, key);
-      if (context.directory.knows(successor) || query.keyHolder(successor) !== undefined) throw new HttpError(409, { error: "this successor key is already in use; choose another", field: "successor" });
+      if (context.directory.knows(successor)) throw new HttpError(409, { error: "this successor key is already in use; choose another", field: "successor" });
     };
     const [seq] = await context.act(judge, () => [{ type: "session.compressed", at: Date.now(), session: key, successor, successorTokenHash: tokenHash(token) }]);
     return reply.code(201).send({ session: successor, token, seq });
