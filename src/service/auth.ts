@@ -305,15 +305,6 @@ export class SessionDirectory {
   }
 
   /**
-   * The keys a token reaches from `key` on (see `reachOf`). Empty when the token was never
-   * granted (or is not held: see `recall`), or does not reach `key` at all.
-   */
-  reachFrom(token: Token, key: string): string[] {
-    const grant = this.grantFor(token);
-    return grant === undefined ? [] : this.reachOf(grant, key);
-  }
-
-  /**
    * The keys a grant reaches from `key` on: the lineage from the key it was granted for (as
    * the fold has it), cut at the first key that revoked it (a later `session.opened` of
    * that key with a new token). Empty when it does not reach `key` at all. Asked afresh at
@@ -326,15 +317,6 @@ export class SessionDirectory {
       if (link === key || reach.length > 0) reach.push(link);
     }
     return reach;
-  }
-
-  /**
-   * True when the token reaches `key`: the key it was granted for or one that continues it,
-   * with no revocation since the grant on the way there. Whether an act there would take
-   * effect is the fold's question, not this one.
-   */
-  allows(token: Token, key: string): boolean {
-    return this.reachFrom(token, key).length > 0;
   }
 
   /** The keys of a lineage from `key` on, as the fold has it: the key, its successor, and so on. */

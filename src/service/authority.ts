@@ -83,7 +83,7 @@ export class Authority {
   /**
    * The one ownership filter of every read: whether a caller whose token reaches the keys
    * `reach` (its key and the keys that continue it, cut where a revocation stands: see
-   * `SessionDirectory.reachFrom`) may see what belongs to `subject` (an owner key, or the
+   * `SessionDirectory.reachOf`) may see what belongs to `subject` (an owner key, or the
    * session a turn went to). The subject's session (an extra key names its session) must be
    * one of them. An unaddressed or unknown subject is no one's.
    */

@@ -26,10 +26,10 @@ export function listingRoutes(context: ServiceContext): void {
     const raw = bearer(request.headers.authorization)!;
     const producer = sameSecret(raw, context.options.producerToken);
     const token = sessionToken(raw);
-    const key = producer ? undefined : context.directory.grantOf(token);
+    const grant = producer ? undefined : context.directory.grantFor(token);
     // Revoked between the gate and here: nothing, never everything.
-    if (!producer && key === undefined) throw new HttpError(401, { error: "this token is unknown here: it was never issued by this log, or it was revoked" });
-    const reach = producer ? undefined : context.directory.reachFrom(token, key!);
+    if (!producer && grant === undefined) throw new HttpError(401, { error: "this token is unknown here: it was never issued by this log, or it was revoked" });
+    const reach = grant === undefined ? undefined : context.directory.reachOf(grant, grant.session);
     const inventory = new Inventory();
     await wholeLogRead(context, producer ? "producer" : token.hash, () => foldWholeLog(context, (event) => inventory.push(event)));
     const sessions: SessionRow[] = inventory.finish().filter((row) => reach === undefined || reach.includes(row.session));
